@@ -1,0 +1,112 @@
+#include "engine/listener.h"
+
+#include "runtime/log.h"
+#include "runtime/metrics.h"
+#include "store/notify.h"
+#include "util/mem.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { WAIT_MS = 500 };
+
+static const char CHANNEL[] = "node_flow_workflow_events";
+
+bool
+listener_parse(const char *payload, struct workflow_event_ref *out)
+{
+	if (!payload || strlen(payload) < 38 || payload[36] != ':')
+		return false;
+	for (int i = 0; i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? payload[i] != '-' : !isxdigit((unsigned char)payload[i]))
+			return false;
+	}
+	const char *s = payload + 37;
+	int64_t seq = 0;
+	for (; *s; s++) {
+		if (!isdigit((unsigned char)*s) || seq > (INT64_MAX - 9) / 10)
+			return false;
+		seq = seq * 10 + (*s - '0');
+	}
+	memcpy(out->workflow_id, payload, 36);
+	out->workflow_id[36] = '\0';
+	out->seq = seq;
+	return true;
+}
+
+struct listener {
+	struct loop_def def;
+	char *url;
+	struct notify_conn *conn;
+	listener_fn *fn;
+	void *arg;
+	struct metric *received;
+	struct metric *ignored;
+};
+
+static void
+on_payload(const char *payload, void *arg)
+{
+	struct listener *l = arg;
+	struct workflow_event_ref ev;
+	if (!listener_parse(payload, &ev)) {
+		metric_add(l->ignored, 1);
+		log_debug("listener", "ignored notification with payload \"%.80s\"",
+			  payload);
+		return;
+	}
+	metric_add(l->received, 1);
+	l->fn(&ev, l->arg);
+}
+
+static enum loop_result
+tick(void *arg, struct arena *scratch, struct err *e)
+{
+	struct listener *l = arg;
+	(void)scratch;
+	if (!l->conn) {
+		l->conn = notify_open(l->url, CHANNEL, e);
+		if (!l->conn)
+			return LOOP_ERROR;
+	}
+	if (!notify_wait(l->conn, WAIT_MS, on_payload, l, e)) {
+		notify_close(l->conn);
+		l->conn = NULL;
+		return LOOP_ERROR;
+	}
+	return LOOP_BUSY; /* the wait itself is the pause */
+}
+
+static void
+finish(void *arg)
+{
+	struct listener *l = arg;
+	notify_close(l->conn);
+	free(l->url);
+	free(l);
+}
+
+struct loop *
+listener_start(const char *url, listener_fn *fn, void *arg)
+{
+	struct listener *l = xcalloc(1, sizeof(*l));
+	l->def = (struct loop_def){
+		.name = "listener",
+		.tick = tick,
+		.finish = finish,
+		.interval_ms = WAIT_MS,
+		.max_backoff_ms = 10000,
+	};
+	l->url = xstrdup(url);
+	l->fn = fn;
+	l->arg = arg;
+	l->received = metric_register(
+		METRIC_COUNTER, "nodeflow_listener_notifications_total", "",
+		"Workflow event notifications received");
+	l->ignored = metric_register(
+		METRIC_COUNTER, "nodeflow_listener_ignored_total", "",
+		"Notifications ignored because their payload did not parse");
+	return loop_start(&l->def, l);
+}

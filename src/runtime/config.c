@@ -1,0 +1,181 @@
+#include "runtime/config.h"
+
+#include "util/mem.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum config_type { CONFIG_STRING, CONFIG_INT };
+
+struct config_def {
+	const char *flag; /* without the leading "--" */
+	const char *env;
+	enum config_type type;
+	const char *def;
+	long min, max; /* for CONFIG_INT */
+	size_t offset;
+	const char *doc;
+};
+
+#define STR(flag, env, def, field, doc) \
+	{flag, env, CONFIG_STRING, def, 0, 0, offsetof(struct config, field), doc}
+#define INT(flag, env, def, min, max, field, doc) \
+	{flag, env, CONFIG_INT, def, min, max, offsetof(struct config, field), doc}
+
+static const struct config_def defs[] = {
+	STR("database-url", "NODEFLOW_DATABASE_URL",
+	    "postgresql://postgres@127.0.0.1:55432/nodeflow", database_url,
+	    "PostgreSQL 18 connection URL or libpq key=value string"),
+	STR("listen", "NODEFLOW_LISTEN", "127.0.0.1:8080", listen,
+	    "HTTP listen address, HOST:PORT (port 0 picks a free one)"),
+	STR("log-level", "NODEFLOW_LOG_LEVEL", "info", log_level,
+	    "debug, info, warn or error"),
+	STR("log-format", "NODEFLOW_LOG_FORMAT", "text", log_format,
+	    "text, or json for one JSON object per line"),
+	STR("roles", "NODEFLOW_ROLES", "api,engine", roles,
+	    "what this process runs: api (HTTP), engine (background loops), or both"),
+	INT("http-threads", "NODEFLOW_HTTP_THREADS", "2", 1, 256, http_threads,
+	    "HTTP event-loop threads"),
+	INT("max-body-bytes", "NODEFLOW_MAX_BODY_BYTES", "1048576", 1024,
+	    1073741824, max_body_bytes,
+	    "largest request body accepted; larger ones get 413"),
+	INT("idle-timeout-seconds", "NODEFLOW_IDLE_TIMEOUT_SECONDS", "30", 1,
+	    3600, idle_timeout_seconds,
+	    "an HTTP connection silent this long is closed"),
+	INT("db-pool-size", "NODEFLOW_DB_POOL_SIZE", "8", 1, 500, db_pool_size,
+	    "database connections shared by HTTP handlers"),
+	INT("partitions-interval-seconds", "NODEFLOW_PARTITIONS_INTERVAL_SECONDS",
+	    "300", 1, 86400, partitions_interval_seconds,
+	    "how often the partition manager checks partitions"),
+	INT("executions-months-ahead", "NODEFLOW_EXECUTIONS_MONTHS_AHEAD", "3", 1,
+	    120, executions_months_ahead,
+	    "monthly WorkflowExecutions partitions kept ready ahead of now"),
+	INT("events-months-ahead", "NODEFLOW_EVENTS_MONTHS_AHEAD", "3", 1, 120,
+	    events_months_ahead,
+	    "monthly WorkflowEvents partitions kept ready ahead of now"),
+	INT("timers-hours-ahead", "NODEFLOW_TIMERS_HOURS_AHEAD", "24", 1, 8760,
+	    timers_hours_ahead, "hourly Timers partitions kept ready ahead of now"),
+	INT("executions-retention-months", "NODEFLOW_EXECUTIONS_RETENTION_MONTHS",
+	    "12", 1, 1200, executions_retention_months,
+	    "WorkflowExecutions partitions older than this many months are dropped"),
+	INT("events-retention-months", "NODEFLOW_EVENTS_RETENTION_MONTHS", "12",
+	    1, 1200, events_retention_months,
+	    "WorkflowEvents partitions older than this many months are dropped"),
+	INT("timers-retention-hours", "NODEFLOW_TIMERS_RETENTION_HOURS", "48", 1,
+	    87600, timers_retention_hours,
+	    "Timers partitions older than this many hours are dropped"),
+};
+
+static bool
+assign(struct config *c, const struct config_def *d, const char *value,
+       const char *source, struct err *e)
+{
+	char *field = (char *)c + d->offset;
+	if (d->type == CONFIG_STRING) {
+		char **slot = (char **)(void *)field;
+		free(*slot);
+		*slot = xstrdup(value);
+		return true;
+	}
+	char *end;
+	errno = 0;
+	long v = strtol(value, &end, 10);
+	if (errno || end == value || *end != '\0') {
+		err_set(e, ERR_INVALID, "%s: \"%s\" is not a whole number", source,
+			value);
+		return false;
+	}
+	if (v < d->min || v > d->max) {
+		err_set(e, ERR_INVALID, "%s: %ld is out of range (%ld to %ld)", source,
+			v, d->min, d->max);
+		return false;
+	}
+	*(long *)(void *)field = v;
+	return true;
+}
+
+static const struct config_def *
+find_flag(const char *name, size_t len)
+{
+	for (size_t i = 0; i < ARRAY_LEN(defs); i++) {
+		if (strlen(defs[i].flag) == len &&
+		    strncmp(defs[i].flag, name, len) == 0)
+			return &defs[i];
+	}
+	return NULL;
+}
+
+bool
+config_init(struct config *c, struct err *e)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < ARRAY_LEN(defs); i++) {
+		if (!assign(c, &defs[i], defs[i].def, "default", e))
+			return false;
+		const char *env = getenv(defs[i].env);
+		if (env && *env && !assign(c, &defs[i], env, defs[i].env, e))
+			return false;
+	}
+	return true;
+}
+
+bool
+config_parse_flags(struct config *c, int argc, char **argv, int *argi,
+		   struct err *e)
+{
+	while (*argi < argc) {
+		const char *arg = argv[*argi];
+		if (strcmp(arg, "--") == 0) {
+			(*argi)++;
+			break;
+		}
+		if (strncmp(arg, "--", 2) != 0)
+			break;
+		const char *name = arg + 2;
+		const char *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		const struct config_def *d = find_flag(name, len);
+		if (!d) {
+			err_set(e, ERR_INVALID, "unknown option \"%s\" (see --help)", arg);
+			return false;
+		}
+		const char *value = eq ? eq + 1 : NULL;
+		if (!value) {
+			if (*argi + 1 >= argc) {
+				err_set(e, ERR_INVALID, "option --%s needs a value", d->flag);
+				return false;
+			}
+			value = argv[++*argi];
+		}
+		char source[64];
+		snprintf(source, sizeof(source), "--%s", d->flag);
+		if (!assign(c, d, value, source, e))
+			return false;
+		(*argi)++;
+	}
+	return true;
+}
+
+void
+config_free(struct config *c)
+{
+	for (size_t i = 0; i < ARRAY_LEN(defs); i++) {
+		if (defs[i].type == CONFIG_STRING) {
+			char **slot = (char **)(void *)((char *)c + defs[i].offset);
+			free(*slot);
+			*slot = NULL;
+		}
+	}
+}
+
+void
+config_help(FILE *out)
+{
+	for (size_t i = 0; i < ARRAY_LEN(defs); i++) {
+		const struct config_def *d = &defs[i];
+		fprintf(out, "  --%s VALUE   (env %s, default %s)\n      %s\n", d->flag,
+			d->env, d->def, d->doc);
+	}
+}

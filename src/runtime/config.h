@@ -1,0 +1,55 @@
+/*
+ * config — the configuration table: every setting the server reads, with
+ * its flag, environment variable, type, default, range and documentation.
+ *
+ * A setting comes from, in rising order of precedence: its default, its
+ * NODEFLOW_* environment variable, its --flag.  `--help` is generated from
+ * the same table, so the documentation cannot drift from the code.  Every
+ * setting is read at start-up only; changing one means a restart.
+ *
+ * Threads: load once on the main thread before any other starts; afterwards
+ * a struct config is read-only and may be shared.  Ownership: strings in a
+ * loaded config are owned by it and released by config_free().  Failure:
+ * config_init() and config_parse_flags() name the flag or variable and what is wrong with it.
+ */
+#ifndef NF_RUNTIME_CONFIG_H
+#define NF_RUNTIME_CONFIG_H
+
+#include "util/err.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct config {
+	char *database_url;
+	char *listen;
+	char *log_level;
+	char *log_format;
+	char *roles;
+	long http_threads;
+	long max_body_bytes;
+	long idle_timeout_seconds;
+	long db_pool_size;
+	long partitions_interval_seconds;
+	long executions_months_ahead;
+	long events_months_ahead;
+	long timers_hours_ahead;
+	long executions_retention_months;
+	long events_retention_months;
+	long timers_retention_hours;
+};
+
+/* Fills c from the defaults and the NODEFLOW_* environment. */
+bool config_init(struct config *c, struct err *e);
+/*
+ * Applies --flags from argv[*argi…] until the first positional argument
+ * (left at argv[*argi]) or after "--".  False with e set on an unknown flag
+ * or a bad value.
+ */
+bool config_parse_flags(struct config *c, int argc, char **argv, int *argi,
+			struct err *e);
+void config_free(struct config *c);
+/* Writes one paragraph per setting: flag, variable, default, meaning. */
+void config_help(FILE *out);
+
+#endif

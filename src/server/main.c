@@ -1,0 +1,407 @@
+/*
+ * main — the composition root: the one place that knows every layer.  It
+ * parses the command line, and owns the order of start-up and shutdown.
+ *
+ *   nodeflow serve                 HTTP API and engine loops
+ *   nodeflow migrate               apply pending migrations
+ *   nodeflow migrate status        list applied, pending and unknown ones
+ *   nodeflow migrate down [N]      revert the N latest (default 1)
+ *   nodeflow partitions ensure     create partitions ahead, drop expired
+ *   nodeflow version | help
+ *
+ * Exit codes: 0 success; 1 failure (database unreachable or unsupported, a
+ * migration failed); 2 usage; and for `migrate status`: 3 migrations are
+ * pending, 4 the database has migrations this binary does not know.
+ */
+#include "engine/partitions.h"
+#include "http/app.h"
+#include "http/http.h"
+#include "http/routes.h"
+#include "runtime/config.h"
+#include "runtime/log.h"
+#include "runtime/loop.h"
+#include "runtime/signals.h"
+#include "store/db.h"
+#include "store/migrate.h"
+#include "store/pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum {
+	EXIT_USAGE = 2,
+	EXIT_PENDING = 3,
+	EXIT_AHEAD = 4,
+	MAX_ARGS = 8,
+};
+
+struct command_line {
+	struct config cfg;
+	const char *args[MAX_ARGS]; /* positional arguments after the verb */
+	int nargs;
+};
+
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+		"usage: nodeflow COMMAND [options]\n"
+		"\n"
+		"commands:\n"
+		"  serve                  run the HTTP API and the engine loops\n"
+		"  migrate                apply pending schema migrations\n"
+		"  migrate status         list pending and unknown migrations\n"
+		"                         (exit 3: pending, 4: database is ahead)\n"
+		"  migrate down [N]       revert the N latest migrations (default 1)\n"
+		"  partitions ensure      create partitions ahead, drop expired ones\n"
+		"  version                print the version\n"
+		"\n"
+		"options (each also read from its environment variable):\n");
+	config_help(out);
+}
+
+static bool
+parse(int argc, char **argv, struct command_line *cl)
+{
+	struct err e = ERR_INIT;
+	if (!config_init(&cl->cfg, &e)) {
+		fprintf(stderr, "nodeflow: %s\n", e.msg);
+		return false;
+	}
+	int argi = 2;
+	while (argi < argc) {
+		if (!config_parse_flags(&cl->cfg, argc, argv, &argi, &e)) {
+			fprintf(stderr, "nodeflow: %s\n", e.msg);
+			return false;
+		}
+		if (argi < argc) {
+			if (cl->nargs == MAX_ARGS) {
+				fprintf(stderr, "nodeflow: too many arguments\n");
+				return false;
+			}
+			cl->args[cl->nargs++] = argv[argi++];
+		}
+	}
+	enum log_level level;
+	enum log_format format;
+	if (!log_level_parse(cl->cfg.log_level, &level)) {
+		fprintf(stderr, "nodeflow: --log-level: \"%s\" is not one of debug, "
+				"info, warn, error\n",
+			cl->cfg.log_level);
+		return false;
+	}
+	if (!log_format_parse(cl->cfg.log_format, &format)) {
+		fprintf(stderr, "nodeflow: --log-format: \"%s\" is not text or json\n",
+			cl->cfg.log_format);
+		return false;
+	}
+	log_configure(level, format);
+	return true;
+}
+
+static struct db *
+connect_or_die(const struct config *cfg)
+{
+	struct db *db;
+	struct err e = ERR_INIT;
+	if (!db_open(&db, cfg->database_url, DB_PLAIN, &e)) {
+		fprintf(stderr, "nodeflow: %s\n", e.msg);
+		return NULL;
+	}
+	return db;
+}
+
+static void
+print_list(const char *label, char **items, size_t n)
+{
+	printf("%s:", label);
+	if (!n)
+		printf(" none");
+	for (size_t i = 0; i < n; i++)
+		printf("%s %s", i ? "," : "", items[i]);
+	printf("\n");
+}
+
+static int
+cmd_migrate_status(struct db *db)
+{
+	struct migrate_status st;
+	struct err e = ERR_INIT;
+	if (!migrate_status(db, &st, &e)) {
+		fprintf(stderr, "nodeflow: %s\n", e.msg);
+		return EXIT_FAILURE;
+	}
+	printf("applied: %zu of %zu known migrations\n", st.n_applied,
+	       migrations_embedded_count);
+	print_list("pending", st.pending, st.n_pending);
+	print_list("unknown", st.unknown, st.n_unknown);
+	int rc = st.n_unknown ? EXIT_AHEAD
+		 : st.n_pending ? EXIT_PENDING
+				: EXIT_SUCCESS;
+	migrate_status_free(&st);
+	return rc;
+}
+
+static void
+on_progress(const char *name, const char *direction, void *arg)
+{
+	(void)arg;
+	printf("%s %s\n", strcmp(direction, "up") == 0 ? "applied" : "reverted",
+	       name);
+	fflush(stdout);
+}
+
+static bool
+ensure_partitions(struct db *db, const struct config *cfg)
+{
+	struct partition_table tables[PARTITION_TABLES];
+	struct partition_report r;
+	struct err e = ERR_INIT;
+	partitions_tables(cfg, tables);
+	bool ok = partitions_ensure(db, tables, PARTITION_TABLES, 0, &r, &e);
+	for (size_t i = 0; i < r.n_created; i++)
+		printf("created partition %s\n", r.created[i]);
+	for (size_t i = 0; i < r.n_dropped; i++)
+		printf("dropped partition %s\n", r.dropped[i]);
+	if (r.rows_moved)
+		printf("moved %lld rows out of DEFAULT partitions\n",
+		       (long long)r.rows_moved);
+	partition_report_free(&r);
+	if (!ok)
+		fprintf(stderr, "nodeflow: partitions: %s\n", e.msg);
+	return ok;
+}
+
+static int
+cmd_migrate(struct command_line *cl)
+{
+	const char *sub = cl->nargs ? cl->args[0] : NULL;
+	struct db *db = connect_or_die(&cl->cfg);
+	if (!db)
+		return EXIT_FAILURE;
+	int rc = EXIT_SUCCESS;
+	struct err e = ERR_INIT;
+	if (sub && strcmp(sub, "status") == 0) {
+		rc = cmd_migrate_status(db);
+	} else if (sub && strcmp(sub, "down") == 0) {
+		int steps = cl->nargs > 1 ? atoi(cl->args[1]) : 1;
+		if (steps < 1) {
+			fprintf(stderr, "nodeflow: migrate down: N must be 1 or more\n");
+			rc = EXIT_USAGE;
+		} else if (!migrate_down(db, steps, on_progress, NULL, &e)) {
+			fprintf(stderr, "nodeflow: %s\n", e.msg);
+			rc = EXIT_FAILURE;
+		}
+	} else if (!sub || strcmp(sub, "up") == 0) {
+		if (!migrate_up(db, on_progress, NULL, &e)) {
+			fprintf(stderr, "nodeflow: %s\n", e.msg);
+			rc = e.code == ERR_CONFLICT ? EXIT_AHEAD : EXIT_FAILURE;
+		} else {
+			/* A migrated database gets its partitions ahead at once,
+			 * not at the server's first partition tick. */
+			rc = ensure_partitions(db, &cl->cfg) ? EXIT_SUCCESS
+							     : EXIT_FAILURE;
+			if (rc == EXIT_SUCCESS)
+				printf("database is up to date\n");
+		}
+	} else {
+		fprintf(stderr, "nodeflow: unknown migrate command \"%s\"\n", sub);
+		rc = EXIT_USAGE;
+	}
+	db_close(db);
+	return rc;
+}
+
+static int
+cmd_partitions(struct command_line *cl)
+{
+	if (cl->nargs != 1 || strcmp(cl->args[0], "ensure") != 0) {
+		fprintf(stderr, "usage: nodeflow partitions ensure\n");
+		return EXIT_USAGE;
+	}
+	struct db *db = connect_or_die(&cl->cfg);
+	if (!db)
+		return EXIT_FAILURE;
+	bool ok = ensure_partitions(db, &cl->cfg);
+	db_close(db);
+	return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static bool
+has_role(const char *roles, const char *role)
+{
+	size_t n = strlen(role);
+	for (const char *p = roles; *p;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (len == n && strncmp(p, role, n) == 0)
+			return true;
+		p += len + (comma ? 1 : 0);
+	}
+	return false;
+}
+
+static bool
+roles_valid(const char *roles)
+{
+	for (const char *p = roles; *p;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (!((len == 3 && strncmp(p, "api", 3) == 0) ||
+		      (len == 6 && strncmp(p, "engine", 6) == 0)))
+			return false;
+		p += len + (comma ? 1 : 0);
+	}
+	return *roles != '\0';
+}
+
+/*
+ * Checks the database before serving.  A database of the wrong version is
+ * fatal; an unreachable one or one with migrations pending is not (readyz
+ * reports it until it is fixed).  Returns the pool flags to use.
+ */
+static bool
+preflight(const struct config *cfg, unsigned *pool_flags)
+{
+	struct db *db;
+	struct err e = ERR_INIT;
+	*pool_flags = DB_PLAIN;
+	if (!db_open(&db, cfg->database_url, DB_PLAIN, &e)) {
+		if (e.code == ERR_VERSION) {
+			log_error("server", "%s", e.msg);
+			return false;
+		}
+		log_error("server", "%s; serving anyway, /readyz reports it", e.msg);
+		return true;
+	}
+	struct migrate_status st;
+	if (!migrate_status(db, &st, &e)) {
+		log_error("server", "could not read migrations: %s", e.msg);
+		db_close(db);
+		return true;
+	}
+	if (st.n_pending || st.n_unknown) {
+		log_warn("server",
+			 "%zu migrations pending and %zu unknown: run `nodeflow "
+			 "migrate`; /readyz answers 503 until then",
+			 st.n_pending, st.n_unknown);
+	} else if (!db_prepare_all(db, &e)) {
+		/* The schema and this binary's SQL disagree: refuse to serve. */
+		log_error("server", "%s", e.msg);
+		migrate_status_free(&st);
+		db_close(db);
+		return false;
+	} else {
+		*pool_flags = DB_PREPARE_ALL;
+	}
+	migrate_status_free(&st);
+	db_close(db);
+	return true;
+}
+
+static int
+cmd_serve(struct command_line *cl)
+{
+	const struct config *cfg = &cl->cfg;
+	if (!roles_valid(cfg->roles)) {
+		fprintf(stderr, "nodeflow: --roles: \"%s\" is not a comma-separated "
+				"list of api and engine\n",
+			cfg->roles);
+		return EXIT_USAGE;
+	}
+	signals_install();
+	unsigned pool_flags;
+	if (!preflight(cfg, &pool_flags))
+		return EXIT_FAILURE;
+
+	struct app app = {
+		.cfg = cfg,
+		.pool = db_pool_create(cfg->database_url, (int)cfg->db_pool_size,
+				       pool_flags),
+		.started_at = (int64_t)time(NULL),
+	};
+	struct http_server *http = NULL;
+	if (has_role(cfg->roles, "api")) {
+		struct http_server_opts o = {
+			.listen = cfg->listen,
+			.threads = (int)cfg->http_threads,
+			.max_body_bytes = (size_t)cfg->max_body_bytes,
+			.idle_timeout_seconds = (unsigned)cfg->idle_timeout_seconds,
+			.routes = http_routes,
+			.nroutes = http_routes_count,
+			.app = &app,
+		};
+		struct err e = ERR_INIT;
+		http = http_server_start(&o, &e);
+		if (!http) {
+			log_error("server", "%s", e.msg);
+			db_pool_destroy(app.pool);
+			return EXIT_FAILURE;
+		}
+	}
+	struct loop *partitions = NULL;
+	if (has_role(cfg->roles, "engine"))
+		partitions = partitions_loop_start(cfg);
+
+	if (http) {
+		const char *colon = strrchr(cfg->listen, ':');
+		printf("node-flow %s listening on http://%.*s:%d\n", NODEFLOW_VERSION,
+		       (int)(colon - cfg->listen), cfg->listen,
+		       http_server_port(http));
+	} else {
+		printf("node-flow %s running the engine loops\n", NODEFLOW_VERSION);
+	}
+	fflush(stdout);
+	log_info("server", "started (roles %s)", cfg->roles);
+
+	while (!signals_wait(-1))
+		;
+	log_info("server", "shutting down");
+	http_server_stop(http);
+	loop_stop(partitions);
+	db_pool_destroy(app.pool);
+	log_info("server", "stopped");
+	return EXIT_SUCCESS;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *verb = argc > 1 ? argv[1] : NULL;
+	if (!verb || strcmp(verb, "help") == 0 || strcmp(verb, "--help") == 0 ||
+	    strcmp(verb, "-h") == 0) {
+		usage(verb ? stdout : stderr);
+		return verb ? EXIT_SUCCESS : EXIT_USAGE;
+	}
+	if (strcmp(verb, "version") == 0 || strcmp(verb, "--version") == 0) {
+		printf("nodeflow %s\n", NODEFLOW_VERSION);
+		return EXIT_SUCCESS;
+	}
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return EXIT_SUCCESS;
+		}
+	}
+	struct command_line cl = {0};
+	if (!parse(argc, argv, &cl)) {
+		config_free(&cl.cfg);
+		return EXIT_USAGE;
+	}
+	int rc;
+	if (strcmp(verb, "serve") == 0) {
+		rc = cmd_serve(&cl);
+	} else if (strcmp(verb, "migrate") == 0) {
+		rc = cmd_migrate(&cl);
+	} else if (strcmp(verb, "partitions") == 0) {
+		rc = cmd_partitions(&cl);
+	} else {
+		fprintf(stderr, "nodeflow: unknown command \"%s\" (see nodeflow help)\n",
+			verb);
+		rc = EXIT_USAGE;
+	}
+	config_free(&cl.cfg);
+	return rc;
+}

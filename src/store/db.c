@@ -1,0 +1,258 @@
+#include "store/sql.h"
+
+#include "util/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+DB_STMT(db_caps_uuidv7, "SELECT uuidv7()::text");
+
+struct db_stmt *const db_stmts[] = {&db_caps_uuidv7, NULL};
+
+static enum err_code
+code_for_sqlstate(const char *s)
+{
+	if (!s || !*s)
+		return ERR_UNAVAILABLE; /* no SQLSTATE: the connection failed */
+	if (strcmp(s, "23505") == 0 || strcmp(s, "40001") == 0 ||
+	    strcmp(s, "40P01") == 0 || strcmp(s, "55P03") == 0)
+		return ERR_CONFLICT;
+	if (strncmp(s, "22", 2) == 0 || strncmp(s, "23", 2) == 0)
+		return ERR_INVALID;
+	if (strncmp(s, "08", 2) == 0 || strncmp(s, "53", 2) == 0 ||
+	    strncmp(s, "57", 2) == 0)
+		return ERR_UNAVAILABLE;
+	return ERR_DB;
+}
+
+void
+db_error_from_result(const PGresult *res, struct db *db, struct err *e)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *primary =
+		res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	if (!primary || !*primary) {
+		primary = PQerrorMessage(db->conn);
+		if (!primary || !*primary)
+			primary = "unknown database error";
+	}
+	err_set(e, code_for_sqlstate(state), "%s", primary);
+	/* libpq's connection messages end in a newline; drop it. */
+	size_t n = strlen(e->msg);
+	while (n && (e->msg[n - 1] == '\n' || e->msg[n - 1] == ' '))
+		e->msg[--n] = '\0';
+	if (state)
+		snprintf(e->sqlstate, sizeof(e->sqlstate), "%s", state);
+}
+
+static bool check_capabilities(struct db *db, struct err *e);
+static bool prepare(struct db *db, struct db_stmt *stmt, struct err *e);
+
+static bool
+connect_raw(struct db *db, struct err *e)
+{
+	static const char *const keys[] = {"dbname", "connect_timeout",
+					   "application_name", NULL};
+	const char *values[] = {db->url, "10", "nodeflow", NULL};
+	db->conn = PQconnectdbParams(keys, values, 1);
+	if (PQstatus(db->conn) != CONNECTION_OK) {
+		err_set(e, ERR_UNAVAILABLE, "could not connect to the database: %s",
+			PQerrorMessage(db->conn));
+		size_t n = strlen(e->msg);
+		while (n && e->msg[n - 1] == '\n')
+			e->msg[--n] = '\0';
+		PQfinish(db->conn);
+		db->conn = NULL;
+		return false;
+	}
+	db->server_version = PQserverVersion(db->conn);
+	memset(db->prepared, 0, db_registry_size());
+	return true;
+}
+
+static bool
+connect_checked(struct db *db, struct err *e)
+{
+	if (!connect_raw(db, e))
+		return false;
+	if (!check_capabilities(db, e))
+		goto fail;
+	if ((db->flags & DB_PREPARE_ALL) && !db_prepare_all(db, e))
+		goto fail;
+	return true;
+fail:
+	PQfinish(db->conn);
+	db->conn = NULL;
+	return false;
+}
+
+bool
+db_open(struct db **out, const char *url, unsigned flags, struct err *e)
+{
+	db_registry_init();
+	struct db *db = xcalloc(1, sizeof(*db));
+	db->url = xstrdup(url);
+	db->flags = flags;
+	db->prepared = xcalloc(db_registry_size() + 1, 1);
+	if (!connect_checked(db, e)) {
+		db_close(db);
+		*out = NULL;
+		return false;
+	}
+	*out = db;
+	return true;
+}
+
+void
+db_close(struct db *db)
+{
+	if (!db)
+		return;
+	if (db->conn)
+		PQfinish(db->conn);
+	free(db->prepared);
+	free(db->url);
+	free(db);
+}
+
+bool
+db_healthy(struct db *db)
+{
+	return db->conn && PQstatus(db->conn) == CONNECTION_OK &&
+	       PQtransactionStatus(db->conn) == PQTRANS_IDLE;
+}
+
+bool
+db_reconnect(struct db *db, struct err *e)
+{
+	if (db->conn) {
+		PQfinish(db->conn);
+		db->conn = NULL;
+	}
+	return connect_checked(db, e);
+}
+
+int
+db_server_version(const struct db *db)
+{
+	return db->server_version;
+}
+
+static bool
+check_capabilities(struct db *db, struct err *e)
+{
+	if (db->server_version < DB_VERSION_REQUIRED) {
+		const char *v = PQparameterStatus(db->conn, "server_version");
+		err_set(e, ERR_VERSION,
+			"PostgreSQL %s found (server_version_num %d); node-flow "
+			"requires PostgreSQL 18 or newer (180000)",
+			v ? v : "of unknown version", db->server_version);
+		return false;
+	}
+	PGresult *res = db_exec(db, &db_caps_uuidv7, 0, NULL, e);
+	if (!res) {
+		err_prefix(e, "PostgreSQL %d cannot run uuidv7()", db->server_version);
+		e->code = ERR_VERSION;
+		return false;
+	}
+	bool ok = PQntuples(res) == 1 && strlen(PQgetvalue(res, 0, 0)) == 36;
+	PQclear(res);
+	if (!ok) {
+		err_set(e, ERR_VERSION, "uuidv7() returned no UUID");
+		return false;
+	}
+	return true;
+}
+
+static bool
+prepare(struct db *db, struct db_stmt *stmt, struct err *e)
+{
+	PGresult *res = PQprepare(db->conn, stmt->name, stmt->sql, 0, NULL);
+	bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+	if (!ok) {
+		db_error_from_result(res, db, e);
+		err_prefix(e, "could not prepare statement %s", stmt->name);
+	} else {
+		db->prepared[stmt->id] = 1;
+	}
+	PQclear(res);
+	return ok;
+}
+
+bool
+db_prepare_all(struct db *db, struct err *e)
+{
+	for (size_t i = 0; i < db_registry_size(); i++) {
+		struct db_stmt *stmt = db_registry_at(i);
+		if (!db->prepared[stmt->id] && !prepare(db, stmt, e))
+			return false;
+	}
+	return true;
+}
+
+PGresult *
+db_exec(struct db *db, struct db_stmt *stmt, int nparams,
+	const char *const *values, struct err *e)
+{
+	if (!db->conn) {
+		err_set(e, ERR_UNAVAILABLE, "no database connection");
+		return NULL;
+	}
+	if (!db->prepared[stmt->id] && !prepare(db, stmt, e))
+		return NULL;
+	PGresult *res =
+		PQexecPrepared(db->conn, stmt->name, nparams, values, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(res);
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+		return res;
+	db_error_from_result(res, db, e);
+	PQclear(res);
+	return NULL;
+}
+
+bool
+db_run(struct db *db, struct db_stmt *stmt, int nparams,
+       const char *const *values, struct err *e)
+{
+	PGresult *res = db_exec(db, stmt, nparams, values, e);
+	PQclear(res);
+	return res != NULL;
+}
+
+bool
+db_exec_script(struct db *db, const char *sql, struct err *e)
+{
+	if (!db->conn) {
+		err_set(e, ERR_UNAVAILABLE, "no database connection");
+		return false;
+	}
+	PGresult *res = PQexec(db->conn, sql);
+	ExecStatusType st = PQresultStatus(res);
+	bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ||
+		  st == PGRES_EMPTY_QUERY;
+	if (!ok)
+		db_error_from_result(res, db, e);
+	PQclear(res);
+	return ok;
+}
+
+bool
+db_begin(struct db *db, struct err *e)
+{
+	return db_exec_script(db, "BEGIN", e);
+}
+
+bool
+db_commit(struct db *db, struct err *e)
+{
+	return db_exec_script(db, "COMMIT", e);
+}
+
+void
+db_rollback(struct db *db)
+{
+	if (db->conn && PQtransactionStatus(db->conn) != PQTRANS_IDLE) {
+		struct err ignored = ERR_INIT;
+		(void)db_exec_script(db, "ROLLBACK", &ignored);
+	}
+}

@@ -1,0 +1,32 @@
+/*
+ * notify — a connection that LISTENs on a channel and hands over the
+ * payloads of the notifications it receives.
+ *
+ * Threads: a notify connection is used by one thread.  Ownership: payloads
+ * passed to the callback are valid only during the call.  Failure: false
+ * with e set when the connection is lost; the caller closes it and opens a
+ * new one (notifications sent meanwhile are lost, which is why subscribers
+ * read from their own cursors and treat a notification as a hint).
+ */
+#ifndef NF_STORE_NOTIFY_H
+#define NF_STORE_NOTIFY_H
+
+#include "util/err.h"
+
+#include <stdbool.h>
+
+struct notify_conn;
+
+typedef void notify_fn(const char *payload, void *arg);
+
+/* Connects (checking the server like db_open) and LISTENs on channel. */
+struct notify_conn *notify_open(const char *url, const char *channel,
+				struct err *e);
+void notify_close(struct notify_conn *n);
+/* Waits up to timeout_ms for notifications and calls fn for each one that
+ * arrived (payload "" when it had none).  Returns false when the connection
+ * broke. */
+bool notify_wait(struct notify_conn *n, int timeout_ms, notify_fn *fn,
+		 void *arg, struct err *e);
+
+#endif

@@ -1,0 +1,140 @@
+#include "store/pool.h"
+
+#include "store/db.h"
+
+#include "runtime/log.h"
+#include "runtime/metrics.h"
+#include "util/mem.h"
+#include "util/timeutil.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+enum { BACKOFF_MIN_MS = 100, BACKOFF_MAX_MS = 5000 };
+
+struct db_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t freed; /* CLOCK_MONOTONIC */
+	char *url;
+	unsigned flags;
+	int size;
+	int open;        /* connections that exist, idle or lent out */
+	int idle_count;
+	struct db **idle;
+	int64_t next_connect_ms; /* backoff: no connect attempt before this */
+	int backoff_ms;
+	struct metric *m_open;
+	struct metric *m_failures;
+};
+
+struct db_pool *
+db_pool_create(const char *url, int size, unsigned flags)
+{
+	struct db_pool *p = xcalloc(1, sizeof(*p));
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->freed, &attr);
+	pthread_condattr_destroy(&attr);
+	p->url = xstrdup(url);
+	p->flags = flags;
+	p->size = size;
+	p->idle = xcalloc((size_t)size, sizeof(*p->idle));
+	p->m_open = metric_register(METRIC_GAUGE, "nodeflow_db_pool_connections",
+				    "", "Open connections of the HTTP pool");
+	p->m_failures = metric_register(
+		METRIC_COUNTER, "nodeflow_db_connect_failures_total", "",
+		"Failed attempts to open a database connection");
+	return p;
+}
+
+void
+db_pool_destroy(struct db_pool *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->idle_count; i++)
+		db_close(p->idle[i]);
+	free(p->idle);
+	free(p->url);
+	pthread_cond_destroy(&p->freed);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/* Opens a connection outside the lock; the slot was reserved by the caller. */
+static struct db *
+open_one(struct db_pool *p, struct err *e)
+{
+	struct db *db;
+	bool ok = db_open(&db, p->url, p->flags, e);
+	pthread_mutex_lock(&p->lock);
+	if (ok) {
+		p->backoff_ms = 0;
+		p->next_connect_ms = 0;
+	} else {
+		p->open--;
+		p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
+		if (p->backoff_ms > BACKOFF_MAX_MS)
+			p->backoff_ms = BACKOFF_MAX_MS;
+		p->next_connect_ms = mono_ms() + p->backoff_ms;
+		metric_add(p->m_failures, 1);
+		pthread_cond_signal(&p->freed);
+	}
+	metric_set(p->m_open, p->open);
+	pthread_mutex_unlock(&p->lock);
+	if (!ok)
+		log_warn("db", "%s", e->msg);
+	return ok ? db : NULL;
+}
+
+struct db *
+db_pool_acquire(struct db_pool *p, int timeout_ms, struct err *e)
+{
+	struct timespec until = mono_deadline(timeout_ms);
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		if (p->idle_count > 0) {
+			struct db *db = p->idle[--p->idle_count];
+			pthread_mutex_unlock(&p->lock);
+			return db;
+		}
+		if (p->open < p->size) {
+			if (p->next_connect_ms && mono_ms() < p->next_connect_ms) {
+				pthread_mutex_unlock(&p->lock);
+				err_set(e, ERR_UNAVAILABLE,
+					"database unavailable (reconnecting)");
+				return NULL;
+			}
+			p->open++;
+			pthread_mutex_unlock(&p->lock);
+			return open_one(p, e);
+		}
+		if (pthread_cond_timedwait(&p->freed, &p->lock, &until) != 0) {
+			pthread_mutex_unlock(&p->lock);
+			err_set(e, ERR_UNAVAILABLE,
+				"no database connection free within %d ms", timeout_ms);
+			return NULL;
+		}
+	}
+}
+
+void
+db_pool_release(struct db_pool *p, struct db *db)
+{
+	if (!db)
+		return;
+	db_rollback(db);
+	bool keep = db_healthy(db);
+	if (!keep)
+		db_close(db);
+	pthread_mutex_lock(&p->lock);
+	if (keep)
+		p->idle[p->idle_count++] = db;
+	else
+		p->open--;
+	metric_set(p->m_open, p->open);
+	pthread_cond_signal(&p->freed);
+	pthread_mutex_unlock(&p->lock);
+}

@@ -1,0 +1,31 @@
+/*
+ * pool — a fixed-size pool of connections shared by HTTP handlers.
+ *
+ * Connections are opened on demand up to the pool's size.  A connection
+ * returned broken, or inside a transaction, is rolled back or closed, and
+ * replaced on a later acquire.  While the database is unreachable, connect
+ * attempts are spaced by an exponential backoff (100 ms doubling to 5 s) and
+ * callers in between fail at once with ERR_UNAVAILABLE instead of each
+ * waiting on a connect timeout.
+ *
+ * Threads: any; the pool has its own lock.  Ownership: an acquired struct
+ * db belongs to the caller until released.  Failure: acquire returns NULL
+ * with e set (ERR_UNAVAILABLE when the database cannot be reached or no
+ * connection frees up before the timeout).
+ */
+#ifndef NF_STORE_POOL_H
+#define NF_STORE_POOL_H
+
+#include "util/err.h"
+
+struct db;
+
+struct db_pool;
+
+struct db_pool *db_pool_create(const char *url, int size, unsigned flags);
+void db_pool_destroy(struct db_pool *pool);
+struct db *db_pool_acquire(struct db_pool *pool, int timeout_ms,
+			   struct err *e);
+void db_pool_release(struct db_pool *pool, struct db *db);
+
+#endif

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# tests/run.sh BUILD_DIR [GLOB] — runs every test binary of a build (by default the
+# sanitizer build of `make test`) against the local PostgreSQL 18.
+#
+# It prepares what the tests share: a migrated template database that each
+# integration test clones, a PostgreSQL 15 server for the refusal tests, and
+# the environment the harness reads (tests/support/harness.h).  Each binary is
+# a Criterion suite; their "Synthesis" lines are added up into the plain
+# closing line "N passed, N failed".  Exit status: 0 only if all passed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+BUILD=${1:-build-test}
+FILTER=${2:-}   # optional glob over binary names, e.g. 'integration_*'
+cd "$ROOT"
+[[ "$BUILD" = /* ]] || BUILD="$ROOT/$BUILD"
+
+eval "$(tools/bootstrap.sh env)"
+: "${NODEFLOW_DATABASE_URL:?}"
+
+# The conninfo of another database on the same server, whatever the form of
+# NODEFLOW_DATABASE_URL (URL or key=value).
+url_for() {
+  python3 - "$NODEFLOW_DATABASE_URL" "$1" <<'PY'
+import sys, urllib.parse
+url, name = sys.argv[1], sys.argv[2]
+if url.startswith(("postgresql://", "postgres://")):
+    p = urllib.parse.urlsplit(url)
+    print(urllib.parse.urlunsplit((p.scheme, p.netloc, "/" + name, p.query, "")))
+else:
+    parts = [kv for kv in url.split() if not kv.startswith("dbname=")]
+    print(" ".join(parts + ["dbname=" + name]))
+PY
+}
+
+export NODEFLOW_TEST_ADMIN_URL="$NODEFLOW_DATABASE_URL"
+export NODEFLOW_TEST_TEMPLATE=nf_test_template
+export NODEFLOW_BIN="$BUILD/nodeflow"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export NODEFLOW_LOG_LEVEL=${NODEFLOW_LOG_LEVEL:-warn}
+
+PSQL=/usr/lib/postgresql/15/bin/psql
+[ -x "$PSQL" ] || PSQL=psql
+admin_sql() { "$PSQL" -X -q -v ON_ERROR_STOP=1 "$NODEFLOW_DATABASE_URL" -c "$1" >/dev/null; }
+
+# Databases left by an interrupted earlier run.
+leftovers=$("$PSQL" -X -At "$NODEFLOW_DATABASE_URL" -c \
+  "SELECT datname FROM pg_database WHERE datname LIKE 'nf\_test\_%'")
+for db in $leftovers; do admin_sql "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)"; done
+
+echo "tests: migrating template database $NODEFLOW_TEST_TEMPLATE"
+admin_sql "CREATE DATABASE \"$NODEFLOW_TEST_TEMPLATE\""
+"$NODEFLOW_BIN" migrate --database-url "$(url_for "$NODEFLOW_TEST_TEMPLATE")" >/dev/null
+
+# PostgreSQL 15, for the tests that prove the server refuses it.
+tools/bootstrap.sh pg15 start >/dev/null
+NODEFLOW_TEST_PG15_URL=$(tools/bootstrap.sh pg15 url)
+export NODEFLOW_TEST_PG15_URL
+
+cleanup() {
+  tools/bootstrap.sh pg15 stop >/dev/null 2>&1 || true
+  admin_sql "DROP DATABASE IF EXISTS \"$NODEFLOW_TEST_TEMPLATE\" WITH (FORCE)" || true
+}
+trap cleanup EXIT
+
+passed=0 failed=0 status=0
+for bin in "$BUILD"/tests/unit_* "$BUILD"/tests/integration_* "$BUILD"/tests/e2e_*; do
+  [ -f "$bin" ] && [ -x "$bin" ] || continue
+  [ -z "$FILTER" ] || [[ "$(basename "$bin")" == $FILTER ]] || continue
+  name=$(basename "$bin")
+  echo "== $name"
+  log=$(mktemp)
+  set +e
+  "$bin" --jobs 2 --short-filename 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  line=$(grep -a 'Synthesis:' "$log" | tail -n 1 || true)
+  rm -f "$log"
+  if [ -z "$line" ]; then
+    echo "tests: $name printed no summary (exit $rc)"
+    failed=$((failed + 1)); status=1; continue
+  fi
+  # [====] Synthesis: Tested: 5 | Passing: 4 | Failing: 1 | Crashing: 0
+  ok=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$line")
+  bad=$(sed -E 's/.*Failing: ([0-9]+).*/\1/' <<<"$line")
+  passed=$((passed + ok)); failed=$((failed + bad))
+  [ "$rc" -eq 0 ] && [ "$bad" -eq 0 ] || status=1
+done
+
+echo "$passed passed, $failed failed"
+exit "$status"
