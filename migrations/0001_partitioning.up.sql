@@ -192,6 +192,14 @@ $$;
 -- near-instant, instead of a DELETE that then has to be vacuumed.
 -- Refuses anything but a bounded range partition, so a bad name can never
 -- drop a parent, a hash partition or a DEFAULT partition.
+-- Concurrent drops are the normal case (every replica runs retention), so
+-- the parent is locked first -- the order DROP TABLE itself locks a
+-- partition's parent and the partition, so this cannot deadlock with a
+-- query -- and the child is looked up again under that lock: a concurrent
+-- drop has then either committed, and the loser sees 42P01
+-- undefined_table, or it waits for us. Checked before the lock, a drop
+-- committing in between made the loser fail with 42809 or an internal
+-- error instead.
 CREATE FUNCTION "nf_drop_partition"("child" text)
 RETURNS void
 LANGUAGE plpgsql
@@ -199,9 +207,21 @@ VOLATILE STRICT
 AS $$
 DECLARE
     "childRel" oid := "nf_partition_relid"("child");
+    "parentSchema" name;
+    "parentName" name;
     "schema" name;
     "ok" boolean;
 BEGIN
+    SELECT pn."nspname", pc."relname" INTO "parentSchema", "parentName"
+      FROM pg_inherits i
+      JOIN pg_class pc ON pc."oid" = i."inhparent"
+      JOIN pg_namespace pn ON pn."oid" = pc."relnamespace"
+     WHERE i."inhrelid" = "childRel";
+    IF FOUND THEN
+        EXECUTE format('LOCK TABLE %I.%I IN ACCESS EXCLUSIVE MODE',
+                       "parentSchema", "parentName");
+        "childRel" := "nf_partition_relid"("child");
+    END IF;
     SELECT n."nspname",
            c."relispartition"
            AND pt."partstrat" = 'r'
@@ -212,6 +232,10 @@ BEGIN
       LEFT JOIN pg_inherits i ON i."inhrelid" = c."oid"
       LEFT JOIN pg_partitioned_table pt ON pt."partrelid" = i."inhparent"
      WHERE c."oid" = "childRel";
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation "%" does not exist', "child"
+            USING ERRCODE = 'undefined_table';
+    END IF;
     IF NOT coalesce("ok", false) THEN
         RAISE EXCEPTION '"%" is not a bounded range partition', "child"
             USING ERRCODE = 'wrong_object_type';

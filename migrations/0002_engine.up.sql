@@ -274,11 +274,6 @@ CREATE INDEX "TaskExecutions_unprocessed_idx"
 -- otherwise sequentially scan task history on every retry decision.
 CREATE INDEX "TaskExecutions_recent_by_def_idx"
     ON "TaskExecutions" ("namespaceId", "taskDefName", "scheduledAt" DESC);
--- Beyond the spec's four: lookups that carry only a task id (Conductor's
--- GET /api/tasks/{taskId}, task logs) would otherwise scan every partition
--- sequentially. uuidv7 keeps its inserts at the right edge.
-CREATE INDEX "TaskExecutions_id_idx"
-    ON "TaskExecutions" ("id");
 
 ------------------------------------------------------------------------
 -- TaskQueues: hash-partitioned 8 ways on "queueName"; the highest-churn

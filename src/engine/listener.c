@@ -20,15 +20,20 @@ listener_parse(const char *payload, struct workflow_event_ref *out)
 		return false;
 	for (int i = 0; i < 36; i++) {
 		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-		if (dash ? payload[i] != '-' : !isxdigit((unsigned char)payload[i]))
+		if (dash ? payload[i] != '-'
+			 : !isxdigit((unsigned char)payload[i]))
 			return false;
 	}
 	const char *s = payload + 37;
 	int64_t seq = 0;
 	for (; *s; s++) {
-		if (!isdigit((unsigned char)*s) || seq > (INT64_MAX - 9) / 10)
+		if (!isdigit((unsigned char)*s))
 			return false;
-		seq = seq * 10 + (*s - '0');
+		int digit = *s - '0';
+		/* Exact: every bigint seq up to INT64_MAX parses. */
+		if (seq > (INT64_MAX - digit) / 10)
+			return false;
+		seq = seq * 10 + digit;
 	}
 	memcpy(out->workflow_id, payload, 36);
 	out->workflow_id[36] = '\0';
@@ -53,7 +58,8 @@ on_payload(const char *payload, void *arg)
 	struct workflow_event_ref ev;
 	if (!listener_parse(payload, &ev)) {
 		metric_add(l->ignored, 1);
-		log_debug("listener", "ignored notification with payload \"%.80s\"",
+		log_debug("listener",
+			  "ignored notification with payload \"%.80s\"",
 			  payload);
 		return;
 	}

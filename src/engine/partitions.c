@@ -15,16 +15,16 @@ void
 partitions_tables(const struct config *cfg,
 		  struct partition_table out[PARTITION_TABLES])
 {
-	out[0] = (struct partition_table){
-		"WorkflowExecutions", PERIOD_MONTH,
-		(int)cfg->executions_months_ahead,
-		(int)cfg->executions_retention_months};
-	out[1] = (struct partition_table){
-		"WorkflowEvents", PERIOD_MONTH, (int)cfg->events_months_ahead,
-		(int)cfg->events_retention_months};
-	out[2] = (struct partition_table){
-		"Timers", PERIOD_HOUR, (int)cfg->timers_hours_ahead,
-		(int)cfg->timers_retention_hours};
+	out[0] =
+		(struct partition_table){"WorkflowExecutions", PERIOD_MONTH,
+					 (int)cfg->executions_months_ahead,
+					 (int)cfg->executions_retention_months};
+	out[1] = (struct partition_table){"WorkflowEvents", PERIOD_MONTH,
+					  (int)cfg->events_months_ahead,
+					  (int)cfg->events_retention_months};
+	out[2] = (struct partition_table){"Timers", PERIOD_HOUR,
+					  (int)cfg->timers_hours_ahead,
+					  (int)cfg->timers_retention_hours};
 }
 
 int64_t
@@ -96,8 +96,8 @@ create_one(struct db *db, const struct partition_table *t, int64_t lo,
 	if (!db_begin(db, e))
 		return false;
 	bool ok = partition_repo_lock_timeout(db, DDL_LOCK_TIMEOUT_MS, e) &&
-		  partition_repo_create(db, t->parent, period_name(t->period), lo,
-					hi, &name, e) &&
+		  partition_repo_create(db, t->parent, period_name(t->period),
+					lo, hi, &name, e) &&
 		  db_commit(db, e);
 	if (!ok) {
 		db_rollback(db);
@@ -110,8 +110,9 @@ create_one(struct db *db, const struct partition_table *t, int64_t lo,
 		if (!db_begin(db, e))
 			return false;
 		ok = partition_repo_lock_timeout(db, DDL_LOCK_TIMEOUT_MS, e) &&
-		     partition_repo_recover(db, t->parent, period_name(t->period),
-					    lo, hi, &name, &moved, e) &&
+		     partition_repo_recover(db, t->parent,
+					    period_name(t->period), lo, hi,
+					    &name, &moved, e) &&
 		     db_commit(db, e);
 		if (!ok) {
 			db_rollback(db);
@@ -160,7 +161,8 @@ ensure_table(struct db *db, const struct partition_table *t, int64_t now,
 		if (!covered(&have, lo, hi))
 			ok = create_one(db, t, lo, hi, r, e);
 	}
-	int64_t cutoff = partition_period_add(t->period, current, -t->retention);
+	int64_t cutoff =
+		partition_period_add(t->period, current, -t->retention);
 	for (size_t i = 0; ok && i < have.n; i++)
 		if (have.items[i].upper <= cutoff)
 			ok = drop_one(db, have.items[i].name, r, e);
@@ -171,9 +173,8 @@ ensure_table(struct db *db, const struct partition_table *t, int64_t now,
 }
 
 bool
-partitions_ensure(struct db *db, const struct partition_table *tables,
-		  size_t n, int64_t now_epoch, struct partition_report *r,
-		  struct err *e)
+partitions_ensure(struct db *db, const struct partition_table *tables, size_t n,
+		  int64_t now_epoch, struct partition_report *r, struct err *e)
 {
 	memset(r, 0, sizeof(*r));
 	if (!now_epoch && !partition_repo_now(db, &now_epoch, e))
@@ -258,8 +259,8 @@ partitions_loop_start(const struct config *cfg)
 	pl->created = metric_register(METRIC_COUNTER,
 				      "nodeflow_partitions_created_total", "",
 				      "Partitions this process created");
-	pl->dropped = metric_register(METRIC_COUNTER,
-				      "nodeflow_partitions_dropped_total", "",
-				      "Expired partitions this process dropped");
+	pl->dropped = metric_register(
+		METRIC_COUNTER, "nodeflow_partitions_dropped_total", "",
+		"Expired partitions this process dropped");
 	return loop_start(&pl->def, pl);
 }

@@ -39,7 +39,7 @@ struct http_request {
 	const char *param_values[HTTP_MAX_PARAMS];
 	int nparams;
 	struct arena *arena;
-	void *app; /* the application context given to http_server_start */
+	void *app;  /* the application context given to http_server_start */
 	void *conn; /* the MHD connection, for query and header lookups */
 };
 
@@ -98,7 +98,9 @@ struct http_server *http_server_start(const struct http_server_opts *o,
 				      struct err *e);
 /* The port actually bound (useful with port 0). */
 int http_server_port(const struct http_server *s);
-/* Stops accepting, lets requests in progress finish, and frees. */
+/* Stops accepting, lets requests in progress finish (for up to 10 s; a
+ * response sent meanwhile carries "Connection: close"), closes every
+ * connection and frees. */
 void http_server_stop(struct http_server *s);
 
 /* Matches a path against a pattern, filling req's parameters (exposed for

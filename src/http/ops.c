@@ -41,12 +41,15 @@ ops_readyz(struct http_request *req, struct http_response *res)
 	json_object_set_new(body, "database", db);
 	if (r.database_ok) {
 		json_t *m = json_object();
-		json_object_set_new(m, "applied",
-				    json_integer((json_int_t)r.migrations.n_applied));
-		json_object_set_new(m, "pending", string_list(r.migrations.pending,
-							      r.migrations.n_pending));
-		json_object_set_new(m, "unknown", string_list(r.migrations.unknown,
-							      r.migrations.n_unknown));
+		json_object_set_new(
+			m, "applied",
+			json_integer((json_int_t)r.migrations.n_applied));
+		json_object_set_new(m, "pending",
+				    string_list(r.migrations.pending,
+						r.migrations.n_pending));
+		json_object_set_new(m, "unknown",
+				    string_list(r.migrations.unknown,
+						r.migrations.n_unknown));
 		json_object_set_new(body, "migrations", m);
 	}
 	http_json(res, r.ready ? 200 : 503, body);
@@ -59,14 +62,15 @@ ops_metrics(struct http_request *req, struct http_response *res)
 {
 	struct app *app = req->app;
 	struct strbuf out = STRBUF_INIT;
-	sb_printf(&out,
-		  "# HELP nodeflow_build_info Build of this process\n"
-		  "# TYPE nodeflow_build_info gauge\n"
-		  "nodeflow_build_info{version=\"%s\"} 1\n"
-		  "# HELP nodeflow_start_time_seconds When this process started\n"
-		  "# TYPE nodeflow_start_time_seconds gauge\n"
-		  "nodeflow_start_time_seconds %lld\n",
-		  NODEFLOW_VERSION, (long long)app->started_at);
+	sb_printf(
+		&out,
+		"# HELP nodeflow_build_info Build of this process\n"
+		"# TYPE nodeflow_build_info gauge\n"
+		"nodeflow_build_info{version=\"%s\"} 1\n"
+		"# HELP nodeflow_start_time_seconds When this process started\n"
+		"# TYPE nodeflow_start_time_seconds gauge\n"
+		"nodeflow_start_time_seconds %lld\n",
+		NODEFLOW_VERSION, (long long)app->started_at);
 	metrics_render(&out);
 	http_text(res, 200, "text/plain; version=0.0.4; charset=utf-8",
 		  sb_str(&out));

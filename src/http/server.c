@@ -11,13 +11,20 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
-enum { STATUS_SLOTS = 600 };
+enum {
+	STATUS_SLOTS = 600,
+	/* How long http_server_stop waits for requests in progress. */
+	DRAIN_TIMEOUT_MS = 10000,
+};
 
 struct http_server {
 	struct MHD_Daemon *daemon;
@@ -26,6 +33,8 @@ struct http_server {
 	struct http_server_opts opts;
 	_Atomic(struct metric *) by_status[STATUS_SLOTS];
 	struct metric *m_too_large;
+	atomic_int in_flight; /* requests begun and not yet completed */
+	atomic_bool stopping;
 };
 
 /* Per request, from MHD's first callback to its completion notice. */
@@ -81,13 +90,57 @@ http_text(struct http_response *res, int status, const char *ctype,
 	sb_puts(&res->body, text);
 }
 
+/* The length of the well-formed UTF-8 sequence at s, or 0 if there is none
+ * (a stray byte, an overlong form, a surrogate, beyond U+10FFFF). */
+static size_t
+utf8_len(const unsigned char *s)
+{
+	unsigned cp, min;
+	size_t n;
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2, cp = s[0] & 0x1fu, min = 0x80;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		n = 3, cp = s[0] & 0x0fu, min = 0x800;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4, cp = s[0] & 0x07u, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3fu);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
 void
 http_error(struct http_response *res, const struct err *e)
 {
-	json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code",
-				 err_code_name(e->code), "message", e->msg);
+	/* Messages quote what the client sent (a path, a method), which need
+	 * not be UTF-8; jansson refuses such a string and the body would be
+	 * "null".  Invalid bytes become U+FFFD. */
+	struct strbuf msg = STRBUF_INIT;
+	for (const char *p = e->msg; *p;) {
+		size_t n = utf8_len((const unsigned char *)p);
+		if (n) {
+			sb_append(&msg, p, n);
+			p += n;
+		} else {
+			sb_puts(&msg, "\xef\xbf\xbd");
+			p++;
+		}
+	}
+	json_t *body =
+		json_pack("{s:{s:s,s:s}}", "error", "code",
+			  err_code_name(e->code), "message", sb_str(&msg));
 	http_json(res, err_http_status(e->code), body);
 	json_decref(body);
+	sb_free(&msg);
 }
 
 void
@@ -128,7 +181,8 @@ http_match(const char *pattern, const char *path, struct http_request *req)
 				return false;
 			if (req) {
 				req->param_names[nparams] =
-					arena_strndup(req->arena, p + 1, (size_t)(close - p - 1));
+					arena_strndup(req->arena, p + 1,
+						      (size_t)(close - p - 1));
 				req->param_values[nparams] =
 					arena_strndup(req->arena, u, len);
 			}
@@ -159,7 +213,10 @@ dispatch(struct http_server *s, struct http_request *req,
 		if (!http_match(routes[i].pattern, req->path, NULL))
 			continue;
 		path_known = true;
-		if (strcmp(routes[i].method, req->method) != 0)
+		/* HEAD is GET without the body (MHD drops it). */
+		if (strcmp(routes[i].method, req->method) != 0 &&
+		    !(strcmp(req->method, "HEAD") == 0 &&
+		      strcmp(routes[i].method, "GET") == 0))
 			continue;
 		http_match(routes[i].pattern, req->path, req);
 		routes[i].handler(req, res);
@@ -172,10 +229,11 @@ dispatch(struct http_server *s, struct http_request *req,
 				sb_printf(&allow, "%s%s", allow.len ? ", " : "",
 					  routes[i].method);
 		}
-		http_add_header(res, "Allow", arena_strdup(req->arena, sb_str(&allow)));
+		http_add_header(res, "Allow",
+				arena_strdup(req->arena, sb_str(&allow)));
 		sb_free(&allow);
-		http_fail(res, ERR_METHOD, "%s is not allowed on %s", req->method,
-			  req->path);
+		http_fail(res, ERR_METHOD, "%s is not allowed on %s",
+			  req->method, req->path);
 		return;
 	}
 	http_fail(res, ERR_NOT_FOUND, "no route for %s %s", req->method,
@@ -193,8 +251,9 @@ status_metric(struct http_server *s, int status)
 	if (!m) {
 		char labels[32];
 		snprintf(labels, sizeof(labels), "code=\"%d\"", status);
-		m = metric_register(METRIC_COUNTER, "nodeflow_http_requests_total",
-				    labels, "HTTP requests answered, by status");
+		m = metric_register(METRIC_COUNTER,
+				    "nodeflow_http_requests_total", labels,
+				    "HTTP requests answered, by status");
 		atomic_store(&s->by_status[status], m);
 	}
 	return m;
@@ -205,13 +264,18 @@ send_response(struct http_server *s, struct MHD_Connection *conn,
 	      struct http_response *res)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(
-		res->body.len, (void *)sb_str(&res->body), MHD_RESPMEM_MUST_COPY);
+		res->body.len, (void *)sb_str(&res->body),
+		MHD_RESPMEM_MUST_COPY);
 	if (res->content_type)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 					res->content_type);
 	for (int i = 0; i < res->nheaders; i++)
 		MHD_add_response_header(r, res->header_names[i],
 					res->header_values[i]);
+	/* While draining, a keep-alive client must not start another request.
+	 */
+	if (atomic_load(&s->stopping))
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ok = MHD_queue_response(conn, (unsigned)res->status, r);
 	MHD_destroy_response(r);
 	metric_add(status_metric(s, res->status), 1);
@@ -241,6 +305,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	if (!st) {
 		st = xcalloc(1, sizeof(*st));
 		st->started_ms = mono_ms();
+		atomic_fetch_add(&s->in_flight, 1);
 		*con_cls = st;
 		const char *cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -284,7 +349,7 @@ static void
 on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	     enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
+	struct http_server *s = cls;
 	(void)conn;
 	(void)toe;
 	struct request_state *st = *con_cls;
@@ -294,6 +359,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	sb_free(&st->body);
 	free(st);
 	*con_cls = NULL;
+	atomic_fetch_sub(&s->in_flight, 1);
 }
 
 static void
@@ -320,7 +386,8 @@ bind_listener(const char *listen_addr, struct err *e)
 		return -1;
 	}
 	size_t hlen = (size_t)(colon - listen_addr);
-	if (listen_addr[0] == '[' && hlen >= 2 && listen_addr[hlen - 1] == ']') {
+	if (listen_addr[0] == '[' && hlen >= 2 &&
+	    listen_addr[hlen - 1] == ']') {
 		listen_addr++; /* [::1]:8080 */
 		hlen -= 2;
 	}
@@ -337,8 +404,9 @@ bind_listener(const char *listen_addr, struct err *e)
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
 	int rc = getaddrinfo(host, colon + 1, &hints, &ai);
 	if (rc != 0) {
-		err_set(e, ERR_INVALID, "could not resolve listen address %s: %s",
-			listen_addr, gai_strerror(rc));
+		err_set(e, ERR_INVALID,
+			"could not resolve listen address %s: %s", listen_addr,
+			gai_strerror(rc));
 		return -1;
 	}
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -347,8 +415,8 @@ bind_listener(const char *listen_addr, struct err *e)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
 	    listen(fd, 1024) != 0) {
-		err_set(e, ERR_UNAVAILABLE, "could not listen on %s: %s", listen_addr,
-			strerror(errno));
+		err_set(e, ERR_UNAVAILABLE, "could not listen on %s: %s",
+			listen_addr, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		fd = -1;
@@ -383,8 +451,8 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 		METRIC_COUNTER, "nodeflow_http_body_too_large_total", "",
 		"Requests refused because their body was too large");
 
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-			 MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD |
+			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	s->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
 		on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, fd,
@@ -392,8 +460,8 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 		MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_seconds,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
 	if (!s->daemon) {
-		err_set(e, ERR_UNAVAILABLE, "could not start the HTTP server on %s",
-			o->listen);
+		err_set(e, ERR_UNAVAILABLE,
+			"could not start the HTTP server on %s", o->listen);
 		close(fd);
 		free(s);
 		return NULL;
@@ -412,8 +480,22 @@ http_server_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	atomic_store(&s->stopping, true);
 	MHD_quiesce_daemon(s->daemon); /* stop accepting */
-	MHD_stop_daemon(s->daemon);    /* finish what is in flight */
+	/* MHD_stop_daemon shuts every connection down at once, answered or
+	 * not: first let the requests in progress finish, up to a deadline. */
+	int64_t until = mono_ms() + DRAIN_TIMEOUT_MS;
+	while (atomic_load(&s->in_flight) > 0 && mono_ms() < until) {
+		struct timespec nap = {0, 5 * 1000000};
+		nanosleep(&nap, NULL);
+	}
+	int left = atomic_load(&s->in_flight);
+	if (left > 0)
+		log_warn("http",
+			 "%d requests still in progress after %d ms; "
+			 "closing them",
+			 left, DRAIN_TIMEOUT_MS);
+	MHD_stop_daemon(s->daemon);
 	close(s->fd);
 	free(s);
 }

@@ -10,7 +10,8 @@ void
 health_readiness(struct db_pool *pool, struct readiness *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct db *db = db_pool_acquire(pool, ACQUIRE_TIMEOUT_MS, &out->db_error);
+	struct db *db =
+		db_pool_acquire(pool, ACQUIRE_TIMEOUT_MS, &out->db_error);
 	if (!db)
 		return;
 	out->database_ok = migrate_status(db, &out->migrations, &out->db_error);

@@ -20,8 +20,8 @@ struct db_pool;
 
 struct readiness {
 	bool ready;
-	bool database_ok;     /* reachable and capable */
-	struct err db_error;  /* why not, when !database_ok */
+	bool database_ok;    /* reachable and capable */
+	struct err db_error; /* why not, when !database_ok */
 	struct migrate_status migrations;
 };
 

@@ -19,10 +19,16 @@ struct config_def {
 	const char *doc;
 };
 
-#define STR(flag, env, def, field, doc) \
-	{flag, env, CONFIG_STRING, def, 0, 0, offsetof(struct config, field), doc}
-#define INT(flag, env, def, min, max, field, doc) \
-	{flag, env, CONFIG_INT, def, min, max, offsetof(struct config, field), doc}
+#define STR(flag, env, def, field, doc)                     \
+	{                                                   \
+		flag, env, CONFIG_STRING, def, 0, 0,        \
+			offsetof(struct config, field), doc \
+	}
+#define INT(flag, env, def, min, max, field, doc)           \
+	{                                                   \
+		flag, env, CONFIG_INT, def, min, max,       \
+			offsetof(struct config, field), doc \
+	}
 
 static const struct config_def defs[] = {
 	STR("database-url", "NODEFLOW_DATABASE_URL",
@@ -46,25 +52,28 @@ static const struct config_def defs[] = {
 	    "an HTTP connection silent this long is closed"),
 	INT("db-pool-size", "NODEFLOW_DB_POOL_SIZE", "8", 1, 500, db_pool_size,
 	    "database connections shared by HTTP handlers"),
-	INT("partitions-interval-seconds", "NODEFLOW_PARTITIONS_INTERVAL_SECONDS",
-	    "300", 1, 86400, partitions_interval_seconds,
+	INT("partitions-interval-seconds",
+	    "NODEFLOW_PARTITIONS_INTERVAL_SECONDS", "300", 1, 86400,
+	    partitions_interval_seconds,
 	    "how often the partition manager checks partitions"),
-	INT("executions-months-ahead", "NODEFLOW_EXECUTIONS_MONTHS_AHEAD", "3", 1,
-	    120, executions_months_ahead,
+	INT("executions-months-ahead", "NODEFLOW_EXECUTIONS_MONTHS_AHEAD", "3",
+	    1, 120, executions_months_ahead,
 	    "monthly WorkflowExecutions partitions kept ready ahead of now"),
 	INT("events-months-ahead", "NODEFLOW_EVENTS_MONTHS_AHEAD", "3", 1, 120,
 	    events_months_ahead,
 	    "monthly WorkflowEvents partitions kept ready ahead of now"),
 	INT("timers-hours-ahead", "NODEFLOW_TIMERS_HOURS_AHEAD", "24", 1, 8760,
-	    timers_hours_ahead, "hourly Timers partitions kept ready ahead of now"),
-	INT("executions-retention-months", "NODEFLOW_EXECUTIONS_RETENTION_MONTHS",
-	    "12", 1, 1200, executions_retention_months,
+	    timers_hours_ahead,
+	    "hourly Timers partitions kept ready ahead of now"),
+	INT("executions-retention-months",
+	    "NODEFLOW_EXECUTIONS_RETENTION_MONTHS", "12", 1, 1200,
+	    executions_retention_months,
 	    "WorkflowExecutions partitions older than this many months are dropped"),
 	INT("events-retention-months", "NODEFLOW_EVENTS_RETENTION_MONTHS", "12",
 	    1, 1200, events_retention_months,
 	    "WorkflowEvents partitions older than this many months are dropped"),
-	INT("timers-retention-hours", "NODEFLOW_TIMERS_RETENTION_HOURS", "48", 1,
-	    87600, timers_retention_hours,
+	INT("timers-retention-hours", "NODEFLOW_TIMERS_RETENTION_HOURS", "48",
+	    1, 87600, timers_retention_hours,
 	    "Timers partitions older than this many hours are dropped"),
 };
 
@@ -83,13 +92,13 @@ assign(struct config *c, const struct config_def *d, const char *value,
 	errno = 0;
 	long v = strtol(value, &end, 10);
 	if (errno || end == value || *end != '\0') {
-		err_set(e, ERR_INVALID, "%s: \"%s\" is not a whole number", source,
-			value);
+		err_set(e, ERR_INVALID, "%s: \"%s\" is not a whole number",
+			source, value);
 		return false;
 	}
 	if (v < d->min || v > d->max) {
-		err_set(e, ERR_INVALID, "%s: %ld is out of range (%ld to %ld)", source,
-			v, d->min, d->max);
+		err_set(e, ERR_INVALID, "%s: %ld is out of range (%ld to %ld)",
+			source, v, d->min, d->max);
 		return false;
 	}
 	*(long *)(void *)field = v;
@@ -131,20 +140,23 @@ config_parse_flags(struct config *c, int argc, char **argv, int *argi,
 			(*argi)++;
 			break;
 		}
-		if (strncmp(arg, "--", 2) != 0)
-			break;
+		if (strncmp(arg, "--", 2) != 0 || strcmp(arg, "--help") == 0)
+			break; /* a positional argument, or help for the caller
+				*/
 		const char *name = arg + 2;
 		const char *eq = strchr(name, '=');
 		size_t len = eq ? (size_t)(eq - name) : strlen(name);
 		const struct config_def *d = find_flag(name, len);
 		if (!d) {
-			err_set(e, ERR_INVALID, "unknown option \"%s\" (see --help)", arg);
+			err_set(e, ERR_INVALID,
+				"unknown option \"%s\" (see --help)", arg);
 			return false;
 		}
 		const char *value = eq ? eq + 1 : NULL;
 		if (!value) {
 			if (*argi + 1 >= argc) {
-				err_set(e, ERR_INVALID, "option --%s needs a value", d->flag);
+				err_set(e, ERR_INVALID,
+					"option --%s needs a value", d->flag);
 				return false;
 			}
 			value = argv[++*argi];
@@ -163,7 +175,8 @@ config_free(struct config *c)
 {
 	for (size_t i = 0; i < ARRAY_LEN(defs); i++) {
 		if (defs[i].type == CONFIG_STRING) {
-			char **slot = (char **)(void *)((char *)c + defs[i].offset);
+			char **slot =
+				(char **)(void *)((char *)c + defs[i].offset);
 			free(*slot);
 			*slot = NULL;
 		}
@@ -175,7 +188,7 @@ config_help(FILE *out)
 {
 	for (size_t i = 0; i < ARRAY_LEN(defs); i++) {
 		const struct config_def *d = &defs[i];
-		fprintf(out, "  --%s VALUE   (env %s, default %s)\n      %s\n", d->flag,
-			d->env, d->def, d->doc);
+		fprintf(out, "  --%s VALUE   (env %s, default %s)\n      %s\n",
+			d->flag, d->env, d->def, d->doc);
 	}
 }

@@ -10,7 +10,8 @@
  * Threads: load once on the main thread before any other starts; afterwards
  * a struct config is read-only and may be shared.  Ownership: strings in a
  * loaded config are owned by it and released by config_free().  Failure:
- * config_init() and config_parse_flags() name the flag or variable and what is wrong with it.
+ * config_init() and config_parse_flags() name the flag or variable and what is
+ * wrong with it.
  */
 #ifndef NF_RUNTIME_CONFIG_H
 #define NF_RUNTIME_CONFIG_H
@@ -43,8 +44,8 @@ struct config {
 bool config_init(struct config *c, struct err *e);
 /*
  * Applies --flags from argv[*argi…] until the first positional argument
- * (left at argv[*argi]) or after "--".  False with e set on an unknown flag
- * or a bad value.
+ * or "--help" (left at argv[*argi]), or after "--".  False with e set on an
+ * unknown flag or a bad value.
  */
 bool config_parse_flags(struct config *c, int argc, char **argv, int *argi,
 			struct err *e);

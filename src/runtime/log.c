@@ -25,8 +25,8 @@ log_configure(enum log_level level, enum log_format format)
 bool
 log_enabled(enum log_level level)
 {
-	return (int)level >= atomic_load_explicit(&current_level,
-						  memory_order_relaxed);
+	return (int)level >=
+	       atomic_load_explicit(&current_level, memory_order_relaxed);
 }
 
 bool
@@ -53,11 +53,52 @@ log_format_parse(const char *s, enum log_format *out)
 	return true;
 }
 
+/* The length of the well-formed UTF-8 sequence at s, or 0 if there is none
+ * (a stray byte, an overlong form, a surrogate, beyond U+10FFFF). */
+static size_t
+utf8_len(const unsigned char *s)
+{
+	unsigned cp, min;
+	size_t n;
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2, cp = s[0] & 0x1fu, min = 0x80;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		n = 3, cp = s[0] & 0x0fu, min = 0x800;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4, cp = s[0] & 0x07u, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3fu);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* Escapes s as the inside of a JSON string.  Bytes that are not UTF-8 (a
+ * request path can hold anything) become U+FFFD, so that every line stays
+ * valid JSON. */
 static void
 json_escape(struct strbuf *sb, const char *s)
 {
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
+		if (c >= 0x80) {
+			size_t n = utf8_len((const unsigned char *)s);
+			if (n) {
+				sb_append(sb, s, n);
+				s += n - 1;
+			} else {
+				sb_puts(sb, "\\ufffd");
+			}
+			continue;
+		}
 		switch (c) {
 		case '"': sb_puts(sb, "\\\""); break;
 		case '\\': sb_puts(sb, "\\\\"); break;
@@ -92,7 +133,8 @@ log_write(enum log_level level, const char *component, const char *fmt, ...)
 
 	struct strbuf sb = STRBUF_INIT;
 	if (atomic_load(&current_format) == LOG_FORMAT_JSON) {
-		sb_printf(&sb, "{\"ts\":\"%s\",\"level\":\"%s\",\"component\":\"",
+		sb_printf(&sb,
+			  "{\"ts\":\"%s\",\"level\":\"%s\",\"component\":\"",
 			  ts, level_names[level]);
 		json_escape(&sb, component);
 		sb_puts(&sb, "\",\"msg\":\"");

@@ -25,14 +25,14 @@ bool log_format_parse(const char *s, enum log_format *out);
 void log_write(enum log_level level, const char *component, const char *fmt,
 	       ...) __attribute__((format(printf, 3, 4)));
 
-#define LOG_AT_(lvl, comp, ...)                                        \
-	do {                                                               \
-		if (log_enabled(lvl))                                          \
-			log_write(lvl, comp, __VA_ARGS__);                         \
+#define LOG_AT_(lvl, comp, ...)                            \
+	do {                                               \
+		if (log_enabled(lvl))                      \
+			log_write(lvl, comp, __VA_ARGS__); \
 	} while (0)
 #define log_debug(comp, ...) LOG_AT_(LOG_DEBUG, comp, __VA_ARGS__)
-#define log_info(comp, ...) LOG_AT_(LOG_INFO, comp, __VA_ARGS__)
-#define log_warn(comp, ...) LOG_AT_(LOG_WARN, comp, __VA_ARGS__)
+#define log_info(comp, ...)  LOG_AT_(LOG_INFO, comp, __VA_ARGS__)
+#define log_warn(comp, ...)  LOG_AT_(LOG_WARN, comp, __VA_ARGS__)
 #define log_error(comp, ...) LOG_AT_(LOG_ERROR, comp, __VA_ARGS__)
 
 #endif

@@ -63,9 +63,7 @@ run(void *arg)
 		arena_reset(&scratch);
 		metric_add(l->ticks, 1);
 		switch (r) {
-		case LOOP_BUSY:
-			backoff = 0;
-			continue;
+		case LOOP_BUSY: backoff = 0; continue;
 		case LOOP_IDLE:
 			backoff = 0;
 			nap(l, def->interval_ms);
@@ -77,7 +75,8 @@ run(void *arg)
 				backoff = def->max_backoff_ms;
 			if (backoff < BACKOFF_START_MS)
 				backoff = BACKOFF_START_MS;
-			log_error(def->name, "%s (retrying in %d ms)", e.msg, backoff);
+			log_error(def->name, "%s (retrying in %d ms)", e.msg,
+				  backoff);
 			nap(l, backoff);
 			break;
 		}
@@ -107,10 +106,12 @@ loop_start(const struct loop_def *def, void *ctx)
 	snprintf(labels, sizeof(labels), "loop=\"%s\"", def->name);
 	l->ticks = metric_register(METRIC_COUNTER, "nodeflow_loop_ticks_total",
 				   labels, "Ticks run by each engine loop");
-	l->errors = metric_register(METRIC_COUNTER, "nodeflow_loop_errors_total",
-				    labels, "Ticks that failed, per engine loop");
+	l->errors =
+		metric_register(METRIC_COUNTER, "nodeflow_loop_errors_total",
+				labels, "Ticks that failed, per engine loop");
 	if (pthread_create(&l->thread, NULL, run, l) != 0) {
-		fprintf(stderr, "fatal: could not start loop thread %s\n", def->name);
+		fprintf(stderr, "fatal: could not start loop thread %s\n",
+			def->name);
 		abort();
 	}
 	return l;

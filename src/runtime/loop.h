@@ -27,8 +27,10 @@ enum loop_result { LOOP_IDLE, LOOP_BUSY, LOOP_ERROR };
 
 struct loop_def {
 	const char *name;
-	enum loop_result (*tick)(void *ctx, struct arena *scratch, struct err *e);
-	/* Called once on the loop's thread after its last tick (may be NULL). */
+	enum loop_result (*tick)(void *ctx, struct arena *scratch,
+				 struct err *e);
+	/* Called once on the loop's thread after its last tick (may be NULL).
+	 */
 	void (*finish)(void *ctx);
 	int interval_ms;
 	int max_backoff_ms;

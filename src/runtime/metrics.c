@@ -25,7 +25,8 @@ metric_register(enum metric_kind kind, const char *name, const char *labels,
 {
 	pthread_mutex_lock(&registry_lock);
 	for (struct metric *m = registry_head; m; m = m->next) {
-		if (strcmp(m->name, name) == 0 && strcmp(m->labels, labels) == 0) {
+		if (strcmp(m->name, name) == 0 &&
+		    strcmp(m->labels, labels) == 0) {
 			pthread_mutex_unlock(&registry_lock);
 			return m;
 		}
@@ -79,15 +80,17 @@ metrics_render(struct strbuf *out)
 		if (seen)
 			continue;
 		sb_printf(out, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help,
-			  m->name, m->kind == METRIC_COUNTER ? "counter" : "gauge");
+			  m->name,
+			  m->kind == METRIC_COUNTER ? "counter" : "gauge");
 		for (struct metric *q = m; q; q = q->next) {
 			if (strcmp(q->name, m->name) != 0)
 				continue;
 			if (q->labels[0])
-				sb_printf(out, "%s{%s} %lld\n", q->name, q->labels,
-					  metric_get(q));
+				sb_printf(out, "%s{%s} %lld\n", q->name,
+					  q->labels, metric_get(q));
 			else
-				sb_printf(out, "%s %lld\n", q->name, metric_get(q));
+				sb_printf(out, "%s %lld\n", q->name,
+					  metric_get(q));
 		}
 	}
 	pthread_mutex_unlock(&registry_lock);

@@ -41,6 +41,7 @@ struct command_line {
 	struct config cfg;
 	const char *args[MAX_ARGS]; /* positional arguments after the verb */
 	int nargs;
+	bool help; /* --help or -h in an option's place */
 };
 
 static void
@@ -71,14 +72,29 @@ parse(int argc, char **argv, struct command_line *cl)
 		return false;
 	}
 	int argi = 2;
+	bool options_ended = false; /* after "--", everything is positional */
 	while (argi < argc) {
-		if (!config_parse_flags(&cl->cfg, argc, argv, &argi, &e)) {
-			fprintf(stderr, "nodeflow: %s\n", e.msg);
-			return false;
+		if (!options_ended) {
+			if (!config_parse_flags(&cl->cfg, argc, argv, &argi,
+						&e)) {
+				fprintf(stderr, "nodeflow: %s\n", e.msg);
+				return false;
+			}
+			options_ended =
+				argi > 2 && strcmp(argv[argi - 1], "--") == 0;
+		}
+		if (argi < argc && !options_ended &&
+		    (strcmp(argv[argi], "--help") == 0 ||
+		     strcmp(argv[argi], "-h") == 0)) {
+			/* In an option's place only: `--listen --help` is a bad
+			 * listen address, not a request for help. */
+			cl->help = true;
+			return true;
 		}
 		if (argi < argc) {
 			if (cl->nargs == MAX_ARGS) {
-				fprintf(stderr, "nodeflow: too many arguments\n");
+				fprintf(stderr,
+					"nodeflow: too many arguments\n");
 				return false;
 			}
 			cl->args[cl->nargs++] = argv[argi++];
@@ -87,13 +103,15 @@ parse(int argc, char **argv, struct command_line *cl)
 	enum log_level level;
 	enum log_format format;
 	if (!log_level_parse(cl->cfg.log_level, &level)) {
-		fprintf(stderr, "nodeflow: --log-level: \"%s\" is not one of debug, "
-				"info, warn, error\n",
+		fprintf(stderr,
+			"nodeflow: --log-level: \"%s\" is not one of debug, "
+			"info, warn, error\n",
 			cl->cfg.log_level);
 		return false;
 	}
 	if (!log_format_parse(cl->cfg.log_format, &format)) {
-		fprintf(stderr, "nodeflow: --log-format: \"%s\" is not text or json\n",
+		fprintf(stderr,
+			"nodeflow: --log-format: \"%s\" is not text or json\n",
 			cl->cfg.log_format);
 		return false;
 	}
@@ -137,7 +155,7 @@ cmd_migrate_status(struct db *db)
 	       migrations_embedded_count);
 	print_list("pending", st.pending, st.n_pending);
 	print_list("unknown", st.unknown, st.n_unknown);
-	int rc = st.n_unknown ? EXIT_AHEAD
+	int rc = st.n_unknown   ? EXIT_AHEAD
 		 : st.n_pending ? EXIT_PENDING
 				: EXIT_SUCCESS;
 	migrate_status_free(&st);
@@ -186,11 +204,16 @@ cmd_migrate(struct command_line *cl)
 	if (sub && strcmp(sub, "status") == 0) {
 		rc = cmd_migrate_status(db);
 	} else if (sub && strcmp(sub, "down") == 0) {
-		int steps = cl->nargs > 1 ? atoi(cl->args[1]) : 1;
-		if (steps < 1) {
-			fprintf(stderr, "nodeflow: migrate down: N must be 1 or more\n");
+		char *end = NULL;
+		long steps = cl->nargs > 1 ? strtol(cl->args[1], &end, 10) : 1;
+		if (cl->nargs > 1 && (*cl->args[1] == '\0' || *end != '\0'))
+			steps = 0;
+		if (steps < 1 || steps > 1000) {
+			fprintf(stderr,
+				"nodeflow: migrate down: N must be 1 or more\n");
 			rc = EXIT_USAGE;
-		} else if (!migrate_down(db, steps, on_progress, NULL, &e)) {
+		} else if (!migrate_down(db, (int)steps, on_progress, NULL,
+					 &e)) {
 			fprintf(stderr, "nodeflow: %s\n", e.msg);
 			rc = EXIT_FAILURE;
 		}
@@ -199,15 +222,16 @@ cmd_migrate(struct command_line *cl)
 			fprintf(stderr, "nodeflow: %s\n", e.msg);
 			rc = e.code == ERR_CONFLICT ? EXIT_AHEAD : EXIT_FAILURE;
 		} else {
-			/* A migrated database gets its partitions ahead at once,
-			 * not at the server's first partition tick. */
+			/* A migrated database gets its partitions ahead at
+			 * once, not at the server's first partition tick. */
 			rc = ensure_partitions(db, &cl->cfg) ? EXIT_SUCCESS
 							     : EXIT_FAILURE;
 			if (rc == EXIT_SUCCESS)
 				printf("database is up to date\n");
 		}
 	} else {
-		fprintf(stderr, "nodeflow: unknown migrate command \"%s\"\n", sub);
+		fprintf(stderr, "nodeflow: unknown migrate command \"%s\"\n",
+			sub);
 		rc = EXIT_USAGE;
 	}
 	db_close(db);
@@ -273,7 +297,8 @@ preflight(const struct config *cfg, unsigned *pool_flags)
 			log_error("server", "%s", e.msg);
 			return false;
 		}
-		log_error("server", "%s; serving anyway, /readyz reports it", e.msg);
+		log_error("server", "%s; serving anyway, /readyz reports it",
+			  e.msg);
 		return true;
 	}
 	struct migrate_status st;
@@ -283,12 +308,14 @@ preflight(const struct config *cfg, unsigned *pool_flags)
 		return true;
 	}
 	if (st.n_pending || st.n_unknown) {
-		log_warn("server",
-			 "%zu migrations pending and %zu unknown: run `nodeflow "
-			 "migrate`; /readyz answers 503 until then",
-			 st.n_pending, st.n_unknown);
+		log_warn(
+			"server",
+			"%zu migrations pending and %zu unknown: run `nodeflow "
+			"migrate`; /readyz answers 503 until then",
+			st.n_pending, st.n_unknown);
 	} else if (!db_prepare_all(db, &e)) {
-		/* The schema and this binary's SQL disagree: refuse to serve. */
+		/* The schema and this binary's SQL disagree: refuse to serve.
+		 */
 		log_error("server", "%s", e.msg);
 		migrate_status_free(&st);
 		db_close(db);
@@ -306,8 +333,9 @@ cmd_serve(struct command_line *cl)
 {
 	const struct config *cfg = &cl->cfg;
 	if (!roles_valid(cfg->roles)) {
-		fprintf(stderr, "nodeflow: --roles: \"%s\" is not a comma-separated "
-				"list of api and engine\n",
+		fprintf(stderr,
+			"nodeflow: --roles: \"%s\" is not a comma-separated "
+			"list of api and engine\n",
 			cfg->roles);
 		return EXIT_USAGE;
 	}
@@ -318,8 +346,8 @@ cmd_serve(struct command_line *cl)
 
 	struct app app = {
 		.cfg = cfg,
-		.pool = db_pool_create(cfg->database_url, (int)cfg->db_pool_size,
-				       pool_flags),
+		.pool = db_pool_create(cfg->database_url,
+				       (int)cfg->db_pool_size, pool_flags),
 		.started_at = (int64_t)time(NULL),
 	};
 	struct http_server *http = NULL;
@@ -328,7 +356,8 @@ cmd_serve(struct command_line *cl)
 			.listen = cfg->listen,
 			.threads = (int)cfg->http_threads,
 			.max_body_bytes = (size_t)cfg->max_body_bytes,
-			.idle_timeout_seconds = (unsigned)cfg->idle_timeout_seconds,
+			.idle_timeout_seconds =
+				(unsigned)cfg->idle_timeout_seconds,
 			.routes = http_routes,
 			.nroutes = http_routes_count,
 			.app = &app,
@@ -347,11 +376,12 @@ cmd_serve(struct command_line *cl)
 
 	if (http) {
 		const char *colon = strrchr(cfg->listen, ':');
-		printf("node-flow %s listening on http://%.*s:%d\n", NODEFLOW_VERSION,
-		       (int)(colon - cfg->listen), cfg->listen,
-		       http_server_port(http));
+		printf("node-flow %s listening on http://%.*s:%d\n",
+		       NODEFLOW_VERSION, (int)(colon - cfg->listen),
+		       cfg->listen, http_server_port(http));
 	} else {
-		printf("node-flow %s running the engine loops\n", NODEFLOW_VERSION);
+		printf("node-flow %s running the engine loops\n",
+		       NODEFLOW_VERSION);
 	}
 	fflush(stdout);
 	log_info("server", "started (roles %s)", cfg->roles);
@@ -379,16 +409,15 @@ main(int argc, char **argv)
 		printf("nodeflow %s\n", NODEFLOW_VERSION);
 		return EXIT_SUCCESS;
 	}
-	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return EXIT_SUCCESS;
-		}
-	}
 	struct command_line cl = {0};
 	if (!parse(argc, argv, &cl)) {
 		config_free(&cl.cfg);
 		return EXIT_USAGE;
+	}
+	if (cl.help) {
+		usage(stdout);
+		config_free(&cl.cfg);
+		return EXIT_SUCCESS;
 	}
 	int rc;
 	if (strcmp(verb, "serve") == 0) {
@@ -398,7 +427,8 @@ main(int argc, char **argv)
 	} else if (strcmp(verb, "partitions") == 0) {
 		rc = cmd_partitions(&cl);
 	} else {
-		fprintf(stderr, "nodeflow: unknown command \"%s\" (see nodeflow help)\n",
+		fprintf(stderr,
+			"nodeflow: unknown command \"%s\" (see nodeflow help)\n",
 			verb);
 		rc = EXIT_USAGE;
 	}

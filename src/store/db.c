@@ -1,7 +1,10 @@
 #include "store/sql.h"
 
+#include "runtime/log.h"
 #include "util/mem.h"
 
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +31,8 @@ code_for_sqlstate(const char *s)
 void
 db_error_from_result(const PGresult *res, struct db *db, struct err *e)
 {
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *state =
+		res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	const char *primary =
 		res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	if (!primary || !*primary) {
@@ -48,15 +52,29 @@ db_error_from_result(const PGresult *res, struct db *db, struct err *e)
 static bool check_capabilities(struct db *db, struct err *e);
 static bool prepare(struct db *db, struct db_stmt *stmt, struct err *e);
 
+/* A NOTICE from the server becomes a log line instead of raw stderr text
+ * (which would break --log-format json). */
+static void
+on_notice(void *arg, const char *message)
+{
+	(void)arg;
+	size_t n = strlen(message);
+	while (n && message[n - 1] == '\n')
+		n--;
+	log_info("db", "%.*s", (int)n, message);
+}
+
 static bool
 connect_raw(struct db *db, struct err *e)
 {
-	static const char *const keys[] = {"dbname", "connect_timeout",
-					   "application_name", NULL};
-	const char *values[] = {db->url, "10", "nodeflow", NULL};
+	/* Defaults first: what the URL says overrides them (expand_dbname). */
+	static const char *const keys[] = {"connect_timeout",
+					   "application_name", "dbname", NULL};
+	const char *values[] = {"10", "nodeflow", db->url, NULL};
 	db->conn = PQconnectdbParams(keys, values, 1);
 	if (PQstatus(db->conn) != CONNECTION_OK) {
-		err_set(e, ERR_UNAVAILABLE, "could not connect to the database: %s",
+		err_set(e, ERR_UNAVAILABLE,
+			"could not connect to the database: %s",
 			PQerrorMessage(db->conn));
 		size_t n = strlen(e->msg);
 		while (n && e->msg[n - 1] == '\n')
@@ -65,6 +83,7 @@ connect_raw(struct db *db, struct err *e)
 		db->conn = NULL;
 		return false;
 	}
+	PQsetNoticeProcessor(db->conn, on_notice, NULL);
 	db->server_version = PQserverVersion(db->conn);
 	memset(db->prepared, 0, db_registry_size());
 	return true;
@@ -118,8 +137,22 @@ db_close(struct db *db)
 bool
 db_healthy(struct db *db)
 {
-	return db->conn && PQstatus(db->conn) == CONNECTION_OK &&
-	       PQtransactionStatus(db->conn) == PQTRANS_IDLE;
+	if (!db->conn || PQstatus(db->conn) != CONNECTION_OK ||
+	    PQtransactionStatus(db->conn) != PQTRANS_IDLE)
+		return false;
+	/*
+	 * A connection whose backend went away while it sat idle (server
+	 * restart, pg_terminate_backend, idle timeout) still reads
+	 * CONNECTION_OK until libpq next does I/O.  An idle connection's
+	 * socket is normally not readable: read what the server sent, without
+	 * blocking, while it is.  The backend's last words (a FATAL message)
+	 * come first, then end of file, which marks the connection bad.
+	 */
+	struct pollfd pfd = {.fd = PQsocket(db->conn), .events = POLLIN};
+	for (int i = 0; i < 4 && poll(&pfd, 1, 0) > 0; i++)
+		if (!PQconsumeInput(db->conn))
+			return false;
+	return PQstatus(db->conn) == CONNECTION_OK;
 }
 
 bool
@@ -151,7 +184,8 @@ check_capabilities(struct db *db, struct err *e)
 	}
 	PGresult *res = db_exec(db, &db_caps_uuidv7, 0, NULL, e);
 	if (!res) {
-		err_prefix(e, "PostgreSQL %d cannot run uuidv7()", db->server_version);
+		err_prefix(e, "PostgreSQL %d cannot run uuidv7()",
+			   db->server_version);
 		e->code = ERR_VERSION;
 		return false;
 	}
@@ -198,10 +232,18 @@ db_exec(struct db *db, struct db_stmt *stmt, int nparams,
 		err_set(e, ERR_UNAVAILABLE, "no database connection");
 		return NULL;
 	}
+	if (stmt->id >= db_registry_size() ||
+	    db_registry_at(stmt->id) != stmt) {
+		/* A statement missing from the registry would share another's
+		 * "prepared" flag; it is a programming error, caught loudly. */
+		fprintf(stderr, "fatal: statement %s is not in the registry\n",
+			stmt->name);
+		abort();
+	}
 	if (!db->prepared[stmt->id] && !prepare(db, stmt, e))
 		return NULL;
-	PGresult *res =
-		PQexecPrepared(db->conn, stmt->name, nparams, values, NULL, NULL, 0);
+	PGresult *res = PQexecPrepared(db->conn, stmt->name, nparams, values,
+				       NULL, NULL, 0);
 	ExecStatusType st = PQresultStatus(res);
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
 		return res;

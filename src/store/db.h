@@ -32,8 +32,7 @@ enum db_open_flags {
 };
 
 /* Connects and checks the server; on failure *out is NULL. */
-bool db_open(struct db **out, const char *url, unsigned flags,
-	     struct err *e);
+bool db_open(struct db **out, const char *url, unsigned flags, struct err *e);
 void db_close(struct db *db);
 /* Whether the connection is usable and idle (not inside a transaction). */
 bool db_healthy(struct db *db);

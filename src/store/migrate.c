@@ -20,23 +20,25 @@ static const char create_table_sql[] =
 DB_STMT(migrate_table_exists,
 	"SELECT to_regclass('\"SchemaMigrations\"') IS NOT NULL");
 
-DB_STMT(migrate_list,
-	"SELECT \"name\" FROM \"SchemaMigrations\""
-	" ORDER BY \"appliedAt\", \"name\"");
+DB_STMT(migrate_list, "SELECT \"name\" FROM \"SchemaMigrations\""
+		      " ORDER BY \"appliedAt\", \"name\"");
 
 DB_STMT(migrate_record,
 	"INSERT INTO \"SchemaMigrations\" (\"name\") VALUES ($1)");
 
-DB_STMT(migrate_forget,
-	"DELETE FROM \"SchemaMigrations\" WHERE \"name\" = $1");
+DB_STMT(migrate_forget, "DELETE FROM \"SchemaMigrations\" WHERE \"name\" = $1");
 
 DB_STMT(migrate_lock, "SELECT pg_advisory_lock($1::bigint)");
 
 DB_STMT(migrate_unlock, "SELECT pg_advisory_unlock($1::bigint)");
 
 struct db_stmt *const migrate_stmts[] = {
-	&migrate_table_exists, &migrate_list,  &migrate_record,
-	&migrate_forget,       &migrate_lock,  &migrate_unlock,
+	&migrate_table_exists,
+	&migrate_list,
+	&migrate_record,
+	&migrate_forget,
+	&migrate_lock,
+	&migrate_unlock,
 	NULL,
 };
 
@@ -79,7 +81,8 @@ migrate_status(struct db *db, struct migrate_status *st, struct err *e)
 		if (!res)
 			return false;
 		for (int i = 0; i < PQntuples(res); i++)
-			push(&st->applied, &st->n_applied, PQgetvalue(res, i, 0));
+			push(&st->applied, &st->n_applied,
+			     PQgetvalue(res, i, 0));
 		PQclear(res);
 	}
 	for (size_t i = 0; i < migrations_embedded_count; i++) {
@@ -110,14 +113,6 @@ migrate_status_free(struct migrate_status *st)
 	memset(st, 0, sizeof(*st));
 }
 
-static bool
-lock(struct db *db, struct err *e)
-{
-	const char *key[] = {MIGRATE_LOCK_KEY};
-	return db_exec_script(db, create_table_sql, e) &&
-	       db_run(db, &migrate_lock, 1, key, e);
-}
-
 static void
 unlock(struct db *db)
 {
@@ -125,6 +120,29 @@ unlock(struct db *db)
 	struct err ignored = ERR_INIT;
 	db_rollback(db);
 	(void)db_run(db, &migrate_unlock, 1, key, &ignored);
+}
+
+/*
+ * The lock comes before the bookkeeping table: two concurrent CREATE TABLE
+ * IF NOT EXISTS can both miss the table and then collide on pg_type's
+ * unique index (23505), failing one runner on a fresh database.  Under the
+ * lock the table is created only when missing, which also spares every
+ * later run the "already exists, skipping" notice on stderr.
+ */
+static bool
+lock(struct db *db, struct err *e)
+{
+	const char *key[] = {MIGRATE_LOCK_KEY};
+	if (!db_run(db, &migrate_lock, 1, key, e))
+		return false;
+	PGresult *res = db_exec(db, &migrate_table_exists, 0, NULL, e);
+	bool ok = res != NULL;
+	if (ok && strcmp(PQgetvalue(res, 0, 0), "t") != 0)
+		ok = db_exec_script(db, create_table_sql, e);
+	PQclear(res);
+	if (!ok)
+		unlock(db);
+	return ok;
 }
 
 /* One migration, its bookkeeping row included, in one transaction. */
@@ -149,8 +167,8 @@ describe_unknown(const struct migrate_status *st, struct err *e)
 	char list[256] = "";
 	size_t used = 0;
 	for (size_t i = 0; i < st->n_unknown && used < sizeof(list) - 1; i++)
-		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
-					 i ? ", " : "", st->unknown[i]);
+		used += (size_t)snprintf(list + used, sizeof(list) - used,
+					 "%s%s", i ? ", " : "", st->unknown[i]);
 	err_set(e, ERR_CONFLICT,
 		"the database has migrations this binary does not know (%s): it "
 		"is newer than this binary",
@@ -183,8 +201,8 @@ migrate_up(struct db *db, migrate_progress_fn *progress, void *arg,
 }
 
 bool
-migrate_down(struct db *db, int steps, migrate_progress_fn *progress,
-	     void *arg, struct err *e)
+migrate_down(struct db *db, int steps, migrate_progress_fn *progress, void *arg,
+	     struct err *e)
 {
 	struct migrate_status st;
 	if (!lock(db, e))
@@ -195,7 +213,8 @@ migrate_down(struct db *db, int steps, migrate_progress_fn *progress,
 		const struct migration *m = find_known(name);
 		if (!m) {
 			err_set(e, ERR_CONFLICT,
-				"cannot revert %s: this binary does not know it", name);
+				"cannot revert %s: this binary does not know it",
+				name);
 			ok = false;
 			break;
 		}

@@ -96,8 +96,8 @@ partition_repo_create(struct db *db, const char *parent, const char *period,
 		      int64_t lower, int64_t upper, char **name_out,
 		      struct err *e)
 {
-	PGresult *res =
-		run_range(db, &partition_create, parent, period, lower, upper, e);
+	PGresult *res = run_range(db, &partition_create, parent, period, lower,
+				  upper, e);
 	if (!res)
 		return false;
 	*name_out = xstrdup(PQgetvalue(res, 0, 0));
@@ -110,8 +110,8 @@ partition_repo_recover(struct db *db, const char *parent, const char *period,
 		       int64_t lower, int64_t upper, char **name_out,
 		       int64_t *moved, struct err *e)
 {
-	PGresult *res =
-		run_range(db, &partition_recover, parent, period, lower, upper, e);
+	PGresult *res = run_range(db, &partition_recover, parent, period, lower,
+				  upper, e);
 	if (!res)
 		return false;
 	*name_out = xstrdup(PQgetvalue(res, 0, 0));
@@ -129,8 +129,7 @@ partition_repo_drop(struct db *db, const char *name, struct err *e)
 	return db_run(db, &partition_drop, 1, params, e);
 }
 
-DB_STMT(partition_lock_timeout,
-	"SELECT set_config('lock_timeout', $1, true)");
+DB_STMT(partition_lock_timeout, "SELECT set_config('lock_timeout', $1, true)");
 
 bool
 partition_repo_lock_timeout(struct db *db, int ms, struct err *e)
@@ -142,7 +141,11 @@ partition_repo_lock_timeout(struct db *db, int ms, struct err *e)
 }
 
 struct db_stmt *const partition_repo_stmts[] = {
-	&partition_now,    &partition_list, &partition_create,
-	&partition_recover, &partition_drop, &partition_lock_timeout,
+	&partition_now,
+	&partition_list,
+	&partition_create,
+	&partition_recover,
+	&partition_drop,
+	&partition_lock_timeout,
 	NULL,
 };

@@ -18,7 +18,7 @@ struct db_pool {
 	char *url;
 	unsigned flags;
 	int size;
-	int open;        /* connections that exist, idle or lent out */
+	int open; /* connections that exist, idle or lent out */
 	int idle_count;
 	struct db **idle;
 	int64_t next_connect_ms; /* backoff: no connect attempt before this */
@@ -41,8 +41,9 @@ db_pool_create(const char *url, int size, unsigned flags)
 	p->flags = flags;
 	p->size = size;
 	p->idle = xcalloc((size_t)size, sizeof(*p->idle));
-	p->m_open = metric_register(METRIC_GAUGE, "nodeflow_db_pool_connections",
-				    "", "Open connections of the HTTP pool");
+	p->m_open =
+		metric_register(METRIC_GAUGE, "nodeflow_db_pool_connections",
+				"", "Open connections of the HTTP pool");
 	p->m_failures = metric_register(
 		METRIC_COUNTER, "nodeflow_db_connect_failures_total", "",
 		"Failed attempts to open a database connection");
@@ -75,7 +76,8 @@ open_one(struct db_pool *p, struct err *e)
 		p->next_connect_ms = 0;
 	} else {
 		p->open--;
-		p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
+		p->backoff_ms =
+			p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
 		if (p->backoff_ms > BACKOFF_MAX_MS)
 			p->backoff_ms = BACKOFF_MAX_MS;
 		p->next_connect_ms = mono_ms() + p->backoff_ms;
@@ -98,10 +100,19 @@ db_pool_acquire(struct db_pool *p, int timeout_ms, struct err *e)
 		if (p->idle_count > 0) {
 			struct db *db = p->idle[--p->idle_count];
 			pthread_mutex_unlock(&p->lock);
-			return db;
+			/* It may have died while idle (e.g. a database
+			 * restart): replace it rather than hand it out. */
+			if (db_healthy(db))
+				return db;
+			db_close(db);
+			pthread_mutex_lock(&p->lock);
+			p->open--;
+			metric_set(p->m_open, p->open);
+			continue;
 		}
 		if (p->open < p->size) {
-			if (p->next_connect_ms && mono_ms() < p->next_connect_ms) {
+			if (p->next_connect_ms &&
+			    mono_ms() < p->next_connect_ms) {
 				pthread_mutex_unlock(&p->lock);
 				err_set(e, ERR_UNAVAILABLE,
 					"database unavailable (reconnecting)");
@@ -114,7 +125,8 @@ db_pool_acquire(struct db_pool *p, int timeout_ms, struct err *e)
 		if (pthread_cond_timedwait(&p->freed, &p->lock, &until) != 0) {
 			pthread_mutex_unlock(&p->lock);
 			err_set(e, ERR_UNAVAILABLE,
-				"no database connection free within %d ms", timeout_ms);
+				"no database connection free within %d ms",
+				timeout_ms);
 			return NULL;
 		}
 	}

@@ -24,8 +24,7 @@ struct db_pool;
 
 struct db_pool *db_pool_create(const char *url, int size, unsigned flags);
 void db_pool_destroy(struct db_pool *pool);
-struct db *db_pool_acquire(struct db_pool *pool, int timeout_ms,
-			   struct err *e);
+struct db *db_pool_acquire(struct db_pool *pool, int timeout_ms, struct err *e);
 void db_pool_release(struct db_pool *pool, struct db *db);
 
 #endif

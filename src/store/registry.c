@@ -44,7 +44,8 @@ collect(void)
 			struct db_stmt *s = modules[m][i];
 			for (size_t j = 0; j < count; j++) {
 				if (strcmp(all[j]->name, s->name) == 0) {
-					fprintf(stderr, "fatal: statement %s registered twice\n",
+					fprintf(stderr,
+						"fatal: statement %s registered twice\n",
 						s->name);
 					abort();
 				}

@@ -20,7 +20,10 @@ struct arena {
 	size_t chunk_size;
 };
 
-#define ARENA_INIT {NULL, 0}
+#define ARENA_INIT      \
+	{               \
+		NULL, 0 \
+	}
 
 void *arena_alloc(struct arena *a, size_t n);
 void *arena_zalloc(struct arena *a, size_t n);

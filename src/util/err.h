@@ -16,21 +16,21 @@
 #include <stdbool.h>
 
 /*  X(enum suffix, wire name, HTTP status) */
-#define ERR_CODES(X)                                                   \
-	X(OK, "ok", 200)                                                   \
-	X(INVALID, "invalid_argument", 400)                                \
-	X(BAD_JSON, "bad_json", 400)                                       \
-	X(UNAUTHENTICATED, "unauthenticated", 401)                         \
-	X(FORBIDDEN, "forbidden", 403)                                     \
-	X(NOT_FOUND, "not_found", 404)                                     \
-	X(METHOD, "method_not_allowed", 405)                               \
-	X(CONFLICT, "conflict", 409)                                       \
-	X(TOO_LARGE, "payload_too_large", 413)                             \
-	X(UNSUPPORTED_MEDIA, "unsupported_media_type", 415)                \
-	X(TOO_MANY, "too_many_requests", 429)                              \
-	X(INTERNAL, "internal", 500)                                       \
-	X(DB, "database_error", 500)                                       \
-	X(UNAVAILABLE, "unavailable", 503)                                 \
+#define ERR_CODES(X)                                        \
+	X(OK, "ok", 200)                                    \
+	X(INVALID, "invalid_argument", 400)                 \
+	X(BAD_JSON, "bad_json", 400)                        \
+	X(UNAUTHENTICATED, "unauthenticated", 401)          \
+	X(FORBIDDEN, "forbidden", 403)                      \
+	X(NOT_FOUND, "not_found", 404)                      \
+	X(METHOD, "method_not_allowed", 405)                \
+	X(CONFLICT, "conflict", 409)                        \
+	X(TOO_LARGE, "payload_too_large", 413)              \
+	X(UNSUPPORTED_MEDIA, "unsupported_media_type", 415) \
+	X(TOO_MANY, "too_many_requests", 429)               \
+	X(INTERNAL, "internal", 500)                        \
+	X(DB, "database_error", 500)                        \
+	X(UNAVAILABLE, "unavailable", 503)                  \
 	X(VERSION, "unsupported_database", 503)
 
 #define ERR_ENUM_(name, wire, status) ERR_##name,
@@ -43,7 +43,10 @@ struct err {
 	char msg[480];
 };
 
-#define ERR_INIT {ERR_OK, "", ""}
+#define ERR_INIT               \
+	{                      \
+		ERR_OK, "", "" \
+	}
 
 /* Sets code and message; an earlier message is replaced. */
 void err_set(struct err *e, enum err_code code, const char *fmt, ...)

@@ -51,7 +51,7 @@ depth_of(const json_t *v)
 	size_t idx;
 
 	if (json_is_object(v)) {
-		json_object_foreach((json_t *)v, key, child) {
+		json_object_foreach ((json_t *)v, key, child) {
 			d = depth_of(child);
 			if (d > max)
 				max = d;
@@ -59,7 +59,7 @@ depth_of(const json_t *v)
 		return max + 1;
 	}
 	if (json_is_array(v)) {
-		json_array_foreach(v, idx, child) {
+		json_array_foreach (v, idx, child) {
 			d = depth_of(child);
 			if (d > max)
 				max = d;
@@ -75,8 +75,9 @@ json_parse(const char *buf, size_t len, size_t max_depth, struct err *e)
 	json_error_t je;
 	json_t *v = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 	if (!v) {
-		err_set(e, ERR_BAD_JSON, "invalid JSON at line %d, column %d: %s",
-			je.line, je.column, je.text);
+		err_set(e, ERR_BAD_JSON,
+			"invalid JSON at line %d, column %d: %s", je.line,
+			je.column, je.text);
 		return NULL;
 	}
 	if (max_depth && depth_of(v) > max_depth) {

@@ -18,7 +18,10 @@ struct strbuf {
 	size_t cap;
 };
 
-#define STRBUF_INIT {NULL, 0, 0}
+#define STRBUF_INIT        \
+	{                  \
+		NULL, 0, 0 \
+	}
 
 void sb_reserve(struct strbuf *sb, size_t extra);
 void sb_append(struct strbuf *sb, const void *data, size_t len);

@@ -1,1 +1,372 @@
-/* to be written */
+/*
+ * integration_store — the store layer against a real database: the
+ * statement registry prepares in full on a migrated database and fails,
+ * naming the statement, on an unmigrated one; the jsonb funnel makes a NUL
+ * storable; "IdempotencyKeys" actually constrains (and the partitioned
+ * alternative would not); PostgreSQL 15 is refused; and the connection pool
+ * hands out, recycles, replaces and fails fast as pool.h says.
+ */
+#include "harness.h"
+
+#include "store/db.h"
+#include "store/pool.h"
+#include "store/sql.h"
+#include "util/json.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static struct th_db tdb;
+static PGconn *conn;
+
+static void
+setup_clone(void)
+{
+	th_db_clone(&tdb);
+	conn = th_connect(tdb.url);
+}
+
+static void
+setup_empty(void)
+{
+	th_db_empty(&tdb);
+	conn = th_connect(tdb.url);
+}
+
+static void
+teardown(void)
+{
+	if (conn)
+		PQfinish(conn);
+	conn = NULL;
+	th_db_drop(&tdb);
+}
+
+/* ------------------------------------------------------------- registry */
+
+Test(registry, every_statement_prepares_on_a_migrated_database,
+     .init = setup_clone, .fini = teardown)
+{
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert(db_open(&db, tdb.url, DB_PREPARE_ALL, &e), "%s", e.msg);
+	cr_assert_gt(db_registry_size(), 0);
+	for (size_t i = 0; i < db_registry_size(); i++) {
+		struct db_stmt *s = db_registry_at(i);
+		cr_assert_eq(s->id, i);
+		cr_assert(s->name && *s->name && s->sql && *s->sql);
+		cr_assert(db->prepared[i], "%s was not prepared", s->name);
+	}
+	cr_assert_geq(th_int(conn,
+			     "SELECT count(*) FROM pg_stat_activity"
+			     " WHERE \"datname\" = current_database()"
+			     "   AND \"application_name\" = 'nodeflow'",
+			     0, NULL),
+		      1);
+	db_close(db);
+}
+
+Test(registry, prepare_all_fails_naming_the_statement_when_unmigrated,
+     .init = setup_empty, .fini = teardown)
+{
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert_not(db_open(&db, tdb.url, DB_PREPARE_ALL, &e),
+		      "every statement prepared on an empty database");
+	cr_assert_null(db);
+	cr_assert_str_eq(e.sqlstate, "42P01", "%s", e.msg);
+	bool named = false;
+	for (size_t i = 0; i < db_registry_size() && !named; i++) {
+		char needle[160];
+		snprintf(needle, sizeof(needle),
+			 "could not prepare statement %s:",
+			 db_registry_at(i)->name);
+		named = strstr(e.msg, needle) != NULL;
+	}
+	cr_assert(named, "the error names no statement: %s", e.msg);
+
+	/* Without DB_PREPARE_ALL the same database opens. */
+	cr_assert(db_open(&db, tdb.url, DB_PLAIN, &e), "%s", e.msg);
+	db_close(db);
+}
+
+/* ---------------------------------------------------------- NUL in jsonb */
+
+static const char insert_execution[] =
+	"INSERT INTO \"WorkflowExecutions\""
+	" (\"namespaceId\", \"defName\", \"defVersion\", \"input\")"
+	" SELECT \"id\", 'nul', 1, $1::jsonb FROM \"Namespaces\""
+	"  WHERE \"name\" = 'default'"
+	" RETURNING \"input\"->>'s', \"input\"->>'literal'";
+
+Test(json, nul_round_trips_through_the_funnel, .init = setup_clone,
+     .fini = teardown)
+{
+	json_t *v = json_object();
+	json_object_set_new(v, "s", json_stringn("a\0b", 3));
+	/* A backslash followed by "u0000" is content, not an escape. */
+	json_object_set_new(v, "literal", json_string("x\\u0000y"));
+
+	/* Unfiltered, PostgreSQL refuses it: the funnel is needed. */
+	char *raw = json_dumps(v, JSON_COMPACT);
+	cr_assert(strstr(raw, "\"a\\u0000b\""), "%s", raw);
+	const char *raw_params[] = {raw};
+	cr_assert_str_eq(th_sqlstate_of(conn, insert_execution, 1, raw_params),
+			 "22P05");
+
+	char *text = json_db_text(v);
+	const char *params[] = {text};
+	PGresult *r = th_query(conn, insert_execution, 1, params);
+	cr_assert_eq(PQntuples(r), 1);
+	cr_assert_str_eq(PQgetvalue(r, 0, 0), "ab");
+	cr_assert_str_eq(PQgetvalue(r, 0, 1), "x\\u0000y");
+	PQclear(r);
+
+	free(text);
+	free(raw);
+	json_decref(v);
+}
+
+/* ------------------------------------------------------------ idempotency */
+
+static const char insert_key[] =
+	"INSERT INTO \"IdempotencyKeys\""
+	" (\"namespaceId\", \"key\", \"workflowId\", \"startedAt\")"
+	" SELECT \"id\", $1, uuidv7(), now() FROM \"Namespaces\""
+	"  WHERE \"name\" = 'default'";
+
+Test(idempotency, keys_table_rejects_a_duplicate, .init = setup_clone,
+     .fini = teardown)
+{
+	const char *k1[] = {"order-1"};
+	PQclear(th_query(conn, insert_key, 1, k1));
+	cr_assert_str_eq(th_sqlstate_of(conn, insert_key, 1, k1), "23505");
+
+	/* The form the engine uses: the second start gets no row back and
+	 * reads the first one's workflow instead. */
+	char sql[1024];
+	snprintf(sql, sizeof(sql),
+		 "%s ON CONFLICT DO NOTHING RETURNING \"workflowId\"",
+		 insert_key);
+	const char *k2[] = {"order-2"};
+	PGresult *r = th_query(conn, sql, 1, k2);
+	cr_assert_eq(PQntuples(r), 1);
+	PQclear(r);
+	r = th_query(conn, sql, 1, k2);
+	cr_assert_eq(PQntuples(r), 0, "a duplicate key was inserted");
+	PQclear(r);
+	cr_assert_eq(th_int(conn, "SELECT count(*) FROM \"IdempotencyKeys\"", 0,
+			    NULL),
+		     2);
+}
+
+Test(idempotency, unique_index_with_partition_key_never_conflicts,
+     .init = setup_clone, .fini = teardown)
+{
+	/* A scratch copy of the shape of "WorkflowExecutions". */
+	th_exec(conn, "CREATE TABLE \"ScratchExecutions\" ("
+		      " \"id\" UUID NOT NULL DEFAULT uuidv7(),"
+		      " \"namespaceId\" UUID NOT NULL,"
+		      " \"idempotencyKey\" TEXT,"
+		      " \"startedAt\" TIMESTAMPTZ NOT NULL DEFAULT now(),"
+		      " PRIMARY KEY (\"id\", \"startedAt\")"
+		      ") PARTITION BY RANGE (\"startedAt\");"
+		      "CREATE TABLE \"ScratchExecutions_default\""
+		      " PARTITION OF \"ScratchExecutions\" DEFAULT");
+
+	/* Without the partition key, Postgres refuses the index outright ... */
+	cr_assert_str_eq(
+		th_sqlstate_of(conn,
+			       "CREATE UNIQUE INDEX ON \"ScratchExecutions\""
+			       " (\"namespaceId\", \"idempotencyKey\")",
+			       0, NULL),
+		"0A000");
+	/* ... with it, the index is accepted and constrains nothing. */
+	th_exec(conn, "CREATE UNIQUE INDEX ON \"ScratchExecutions\""
+		      " (\"namespaceId\", \"idempotencyKey\", \"startedAt\")");
+	const char *insert = "INSERT INTO \"ScratchExecutions\""
+			     " (\"namespaceId\", \"idempotencyKey\")"
+			     " VALUES ('00000000-0000-0000-0000-000000000001',"
+			     "         'order-1') ON CONFLICT DO NOTHING";
+	/* Two transactions, so two values of now(). */
+	th_exec(conn, insert);
+	th_exec(conn, insert);
+	cr_assert_eq(th_int(conn,
+			    "SELECT count(*) FROM \"ScratchExecutions\""
+			    " WHERE \"idempotencyKey\" = 'order-1'",
+			    0, NULL),
+		     2, "the unique index conflicted after all");
+}
+
+/* --------------------------------------------------------------- version */
+
+Test(version, postgresql_15_is_refused)
+{
+	const char *url = th_env("NODEFLOW_TEST_PG15_URL");
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert_not(db_open(&db, url, DB_PLAIN, &e),
+		      "db_open accepted PostgreSQL 15");
+	cr_assert_null(db);
+	cr_assert_eq(e.code, ERR_VERSION, "code %s: %s", err_code_name(e.code),
+		     e.msg);
+	cr_assert(strstr(e.msg, "15."), "%s", e.msg);
+	cr_assert(strstr(e.msg, "18"), "%s", e.msg);
+}
+
+/* ------------------------------------------------------------------ pool */
+
+static int
+backend_pid(struct db *db)
+{
+	return PQbackendPID(db->conn);
+}
+
+static bool
+works(struct db *db)
+{
+	struct err e = ERR_INIT;
+	return db_exec_script(db, "SELECT 1", &e);
+}
+
+Test(pool, acquire_release_and_exhaustion, .init = setup_clone,
+     .fini = teardown)
+{
+	struct db_pool *pool = db_pool_create(tdb.url, 1, DB_PLAIN);
+	struct err e = ERR_INIT;
+
+	struct db *a = db_pool_acquire(pool, 1000, &e);
+	cr_assert_not_null(a, "%s", e.msg);
+	cr_assert(works(a));
+	int pid = backend_pid(a);
+
+	/* The only connection is lent out. */
+	int64_t t0 = th_now_ms();
+	cr_assert_null(db_pool_acquire(pool, 100, &e));
+	cr_assert_eq(e.code, ERR_UNAVAILABLE, "%s", e.msg);
+	cr_assert_geq(th_now_ms() - t0, 90, "did not wait for a connection");
+
+	/* Returned inside a transaction: rolled back and reused. */
+	cr_assert(db_begin(a, &e), "%s", e.msg);
+	db_pool_release(pool, a);
+	struct db *b = db_pool_acquire(pool, 1000, &e);
+	cr_assert_not_null(b, "%s", e.msg);
+	cr_assert_eq(backend_pid(b), pid,
+		     "a rolled-back connection was not "
+		     "reused");
+	cr_assert(db_healthy(b), "handed out inside a transaction");
+	db_pool_release(pool, b);
+	db_pool_destroy(pool);
+}
+
+Test(pool, replaces_a_connection_whose_backend_died, .init = setup_clone,
+     .fini = teardown)
+{
+	struct db_pool *pool = db_pool_create(tdb.url, 2, DB_PLAIN);
+	struct err e = ERR_INIT;
+
+	struct db *db = db_pool_acquire(pool, 1000, &e);
+	cr_assert_not_null(db, "%s", e.msg);
+	cr_assert(works(db));
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", backend_pid(db));
+	db_pool_release(pool, db);
+
+	/* Killed while idle in the pool; wait until the backend is gone. */
+	const char *params[] = {pid};
+	char *killed =
+		th_value(conn,
+			 "SELECT pg_terminate_backend($1::int, 10000)"
+			 "   AND \"application_name\" = 'nodeflow'"
+			 "  FROM pg_stat_activity WHERE \"pid\" = $1::int",
+			 1, params);
+	cr_assert_str_eq(killed, "t");
+	free(killed);
+
+	/* The next acquire notices and hands out a new, working one. */
+	db = db_pool_acquire(pool, 1000, &e);
+	cr_assert_not_null(db, "%s", e.msg);
+	cr_assert_neq(backend_pid(db), atoi(pid),
+		      "the dead connection was "
+		      "handed out");
+	cr_assert(works(db));
+	db_pool_release(pool, db);
+
+	/* And the cycle after that is ordinary. */
+	db = db_pool_acquire(pool, 1000, &e);
+	cr_assert_not_null(db, "%s", e.msg);
+	cr_assert(works(db));
+	db_pool_release(pool, db);
+	db_pool_destroy(pool);
+}
+
+Test(pool, a_dead_connection_returned_is_replaced, .init = setup_clone,
+     .fini = teardown)
+{
+	struct db_pool *pool = db_pool_create(tdb.url, 1, DB_PLAIN);
+	struct err e = ERR_INIT;
+
+	struct db *db = db_pool_acquire(pool, 1000, &e);
+	cr_assert_not_null(db, "%s", e.msg);
+	int pid = backend_pid(db);
+	char pid_text[16];
+	snprintf(pid_text, sizeof(pid_text), "%d", pid);
+	const char *params[] = {pid_text};
+	PQclear(th_query(conn, "SELECT pg_terminate_backend($1::int, 10000)", 1,
+			 params));
+
+	/* The holder finds out by failing ... */
+	cr_assert_not(db_exec_script(db, "SELECT 1", &e));
+	cr_assert_eq(e.code, ERR_UNAVAILABLE, "code %s: %s",
+		     err_code_name(e.code), e.msg);
+	db_pool_release(pool, db);
+
+	/* ... and the pool, size 1, still has a connection to give. */
+	db = db_pool_acquire(pool, 1000, &e);
+	cr_assert_not_null(db, "%s", e.msg);
+	cr_assert_neq(backend_pid(db), pid);
+	cr_assert(works(db));
+	db_pool_release(pool, db);
+	db_pool_destroy(pool);
+}
+
+Test(pool, unreachable_database_fails_fast)
+{
+	/* A bound port nobody listens on: connections are refused. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(fd >= 0);
+	struct sockaddr_in addr = {.sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	cr_assert(bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
+	socklen_t len = sizeof(addr);
+	cr_assert(getsockname(fd, (struct sockaddr *)&addr, &len) == 0);
+	char url[256];
+	snprintf(url, sizeof(url),
+		 "host=127.0.0.1 port=%d dbname=nodeflow user=postgres",
+		 ntohs(addr.sin_port));
+
+	struct db_pool *pool = db_pool_create(url, 2, DB_PLAIN);
+	struct err e = ERR_INIT;
+	int64_t t0 = th_now_ms();
+	cr_assert_null(db_pool_acquire(pool, 5000, &e));
+	cr_assert_eq(e.code, ERR_UNAVAILABLE, "code %s: %s",
+		     err_code_name(e.code), e.msg);
+	cr_assert_lt(th_now_ms() - t0, 2000, "the first attempt took %lld ms",
+		     (long long)(th_now_ms() - t0));
+
+	/* Within the backoff, callers fail at once without connecting. */
+	t0 = th_now_ms();
+	cr_assert_null(db_pool_acquire(pool, 5000, &e));
+	cr_assert_eq(e.code, ERR_UNAVAILABLE, "%s", e.msg);
+	cr_assert_lt(th_now_ms() - t0, 50, "a caller waited %lld ms",
+		     (long long)(th_now_ms() - t0));
+
+	db_pool_destroy(pool);
+	close(fd);
+}

@@ -59,7 +59,8 @@ th_url_for(const char *base_url, const char *name, char *out, size_t size)
 	size_t used = 0;
 	out[0] = '\0';
 	for (PQconninfoOption *o = opts; o->keyword; o++) {
-		const char *v = strcmp(o->keyword, "dbname") == 0 ? name : o->val;
+		const char *v =
+			strcmp(o->keyword, "dbname") == 0 ? name : o->val;
 		if (!v || !*v)
 			continue;
 		used += (size_t)snprintf(out + used, size - used, "%s%s='%s'",
@@ -136,8 +137,12 @@ create_database(struct th_db *db, const char *template)
 {
 	static atomic_int counter;
 	const char *admin = th_env("NODEFLOW_TEST_ADMIN_URL");
-	snprintf(db->name, sizeof(db->name), "nf_test_%d_%d_%lld", (int)getpid(),
-		 atomic_fetch_add(&counter, 1), (long long)(th_now_ms() % 100000));
+	/* nf_test_<run>_…: tests/run.sh cleans up after its own run only. */
+	const char *run = getenv("NODEFLOW_TEST_RUN");
+	snprintf(db->name, sizeof(db->name), "nf_test_%s_%d_%d_%lld",
+		 run && *run ? run : "0", (int)getpid(),
+		 atomic_fetch_add(&counter, 1),
+		 (long long)(th_now_ms() % 100000));
 	th_url_for(admin, db->name, db->url, sizeof(db->url));
 	PGconn *c = th_connect(admin);
 	char sql[256];
@@ -167,8 +172,8 @@ th_db_drop(struct th_db *db)
 		return;
 	PGconn *c = th_connect(th_env("NODEFLOW_TEST_ADMIN_URL"));
 	char sql[256];
-	snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)",
-		 db->name);
+	snprintf(sql, sizeof(sql),
+		 "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", db->name);
 	th_exec(c, sql);
 	PQfinish(c);
 	db->name[0] = '\0';
@@ -189,9 +194,11 @@ merged_env(const char *const *extra)
 	for (size_t i = 0; i < k; i++)
 		env[j++] = (char *)extra[i];
 	for (size_t i = 0; i < n; i++) {
-		/* An extra entry overrides the inherited one of the same name. */
+		/* An extra entry overrides the inherited one of the same name.
+		 */
 		const char *eq = strchr(environ[i], '=');
-		size_t len = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+		size_t len =
+			eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
 		bool overridden = false;
 		for (size_t x = 0; x < k; x++)
 			if (strncmp(extra[x], environ[i], len) == 0 &&
@@ -286,8 +293,8 @@ wait_exit(struct th_proc *p, int timeout_ms)
 }
 
 int
-th_run_nodeflow(const char *const *argv, const char *const *env,
-		int timeout_ms, char *output, size_t size)
+th_run_nodeflow(const char *const *argv, const char *const *env, int timeout_ms,
+		char *output, size_t size)
 {
 	struct th_proc *p = calloc(1, sizeof(*p));
 	spawn(p, argv, env);
@@ -318,8 +325,8 @@ th_server_start(struct th_server *s, const char *db_url,
 		char *at = strstr(s->proc.output, marker);
 		if (at && strchr(at, '\n')) {
 			s->port = atoi(at + strlen(marker));
-			snprintf(s->base, sizeof(s->base), "http://127.0.0.1:%d",
-				 s->port);
+			snprintf(s->base, sizeof(s->base),
+				 "http://127.0.0.1:%d", s->port);
 			return;
 		}
 		if (!read_some(&s->proc, 50)) {
@@ -381,7 +388,8 @@ th_http(const struct th_server *s, const char *method, const char *path,
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	struct curl_slist *headers = NULL;
 	if (body) {
-		headers = curl_slist_append(headers, "Content-Type: application/json");
+		headers = curl_slist_append(headers,
+					    "Content-Type: application/json");
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,

@@ -10,6 +10,7 @@
  *                            "nf_test_template")
  *   NODEFLOW_TEST_PG15_URL   a PostgreSQL 15 server, for the refusal tests
  *   NODEFLOW_BIN             the nodeflow binary under test
+ *   NODEFLOW_TEST_RUN        an id of this run, part of every database name
  *
  * Every helper fails the current Criterion test (cr_assert) on error, so
  * tests read as straight-line code.
@@ -36,8 +37,7 @@ void th_db_clone(struct th_db *db);
 void th_db_empty(struct th_db *db);
 void th_db_drop(struct th_db *db);
 /* The conninfo of database `name` on the server of `base_url`. */
-void th_url_for(const char *base_url, const char *name, char *out,
-		size_t size);
+void th_url_for(const char *base_url, const char *name, char *out, size_t size);
 const char *th_env(const char *name); /* fails the test when unset */
 
 PGconn *th_connect(const char *url);
@@ -51,8 +51,7 @@ PGresult *th_query(PGconn *c, const char *sql, int n,
  * asserts there is a row. */
 char *th_value(PGconn *c, const char *sql, int n, const char *const *params);
 /* th_value read as an integer. */
-long long th_int(PGconn *c, const char *sql, int n,
-		 const char *const *params);
+long long th_int(PGconn *c, const char *sql, int n, const char *const *params);
 /* Runs SQL expecting it to fail; returns the SQLSTATE (static buffer). */
 const char *th_sqlstate_of(PGconn *c, const char *sql, int n,
 			   const char *const *params);
@@ -90,7 +89,7 @@ int th_server_stop(struct th_server *s);
 
 struct th_response {
 	long status;
-	char *body;         /* NUL-terminated, malloc'd */
+	char *body; /* NUL-terminated, malloc'd */
 	size_t body_len;
 	char *content_type; /* malloc'd; "" when absent */
 	char *headers;      /* raw header block, malloc'd */
