@@ -412,17 +412,11 @@ CREATE INDEX "OutboxEvents_deadletter_idx"
 ------------------------------------------------------------------------
 -- WorkflowEvents: per-workflow history, range-partitioned monthly on "at".
 --
--- "seq" is gap-free per workflow and allocated from the table, never from
--- a clock (two events in one transaction can share a timestamp). A writer
--- must, in the transaction that inserts the events:
---   1. hold the workflow's row lock: it already does if it has UPDATEd the
---      "WorkflowExecutions" row (the version-guarded write, or the insert
---      at start); otherwise SELECT ... FOR UPDATE that row first;
---   2. allocate from the table:
---        INSERT INTO "WorkflowEvents" ("workflowId","namespaceId","seq","type","taskId","data")
---        SELECT $1, $2, coalesce(max("seq"), 0) + 1, $3, $4, $5
---          FROM "WorkflowEvents" WHERE "workflowId" = $1;
---      (several events: + row_number() over the batch).
+-- "seq" is gap-free per workflow and allocated from the database, never
+-- from a clock (two events in one transaction can share a timestamp): the
+-- writer takes the next numbers from the execution's "eventSeq" counter
+-- (migration 0003) in the transaction that inserts the events, which also
+-- holds the execution's row lock, so writers of one workflow serialise.
 -- A rollback discards the allocation with the rows, so no gap. The
 -- primary key cannot enforce ("workflowId","seq") uniqueness on its own:
 -- it must include "at" and a workflow's events can span months, so the row

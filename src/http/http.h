@@ -27,6 +27,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum { HTTP_MAX_PARAMS = 8, HTTP_MAX_HEADERS = 8 };
 
@@ -39,11 +40,22 @@ struct http_request {
 	const char *param_values[HTTP_MAX_PARAMS];
 	int nparams;
 	struct arena *arena;
-	void *app;  /* the application context given to http_server_start */
-	void *conn; /* the MHD connection, for query and header lookups */
+	void *app;    /* the application context given to http_server_start */
+	void *conn;   /* the MHD connection, for query and header lookups */
+	void *server; /* the struct http_server, for http_park */
+	/* A parked request runs its handler again when woken or when its
+	 * deadline passes: the deadline it set (0 on the first run), and
+	 * whether that has passed (or the server is stopping). */
+	int64_t wait_deadline_ms;
+	bool wait_over;
 };
 
 struct http_response {
+	/* Set by http_park: no answer now. */
+	bool parked;
+	char park_key[256];
+	int64_t park_deadline_ms;
+	uint64_t park_seq;
 	int status;
 	const char *content_type;
 	struct strbuf body;
@@ -82,6 +94,20 @@ void http_fail(struct http_response *res, enum err_code code, const char *fmt,
 void http_add_header(struct http_response *res, const char *name,
 		     const char *value);
 
+/*
+ * Long-poll without a thread: instead of answering, park the request until
+ * http_server_wake(key) or the monotonic deadline (mono_ms()).  The
+ * handler then runs again with req->wait_deadline_ms set, and
+ * req->wait_over once the deadline has passed or the server stops.  Read
+ * http_wake_seq(key) before looking for work and pass it here: a wake that
+ * came in between resumes the request at once, so none is missed.
+ * Returns false when the request cannot park (the server is stopping):
+ * answer now.  Release every resource (a database connection) first.
+ */
+bool http_park(struct http_request *req, struct http_response *res,
+	       const char *key, int64_t deadline_ms, uint64_t seq);
+uint64_t http_wake_seq(const struct http_request *req, const char *key);
+
 struct http_server_opts {
 	const char *listen; /* "HOST:PORT" */
 	int threads;
@@ -98,6 +124,9 @@ struct http_server *http_server_start(const struct http_server_opts *o,
 				      struct err *e);
 /* The port actually bound (useful with port 0). */
 int http_server_port(const struct http_server *s);
+/* Resumes the requests parked under key (NULL: every parked request).
+ * Any thread. */
+void http_server_wake(struct http_server *s, const char *key);
 /* Stops accepting, lets requests in progress finish (for up to 10 s; a
  * response sent meanwhile carries "Connection: close"), closes every
  * connection and frees. */

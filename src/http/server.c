@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -22,6 +23,7 @@
 
 enum {
 	STATUS_SLOTS = 600,
+	WAKE_BUCKETS = 256,
 	/* How long http_server_stop waits for requests in progress. */
 	DRAIN_TIMEOUT_MS = 10000,
 };
@@ -35,6 +37,17 @@ struct http_server {
 	struct metric *m_too_large;
 	atomic_int in_flight; /* requests begun and not yet completed */
 	atomic_bool stopping;
+	/* The parking lot of long-polls: a list under a lock, a thread that
+	 * resumes requests whose deadline passed, and a wake counter per
+	 * key bucket (a wake between a handler's look and its park must not
+	 * be lost). */
+	pthread_mutex_t park_lock;
+	pthread_cond_t park_cond; /* CLOCK_MONOTONIC */
+	pthread_t park_thread;
+	bool park_stop;
+	struct parked *parked;
+	_Atomic uint64_t wake_seq[WAKE_BUCKETS];
+	struct metric *m_parked;
 };
 
 /* Per request, from MHD's first callback to its completion notice. */
@@ -43,6 +56,17 @@ struct request_state {
 	struct strbuf body;
 	bool too_large;
 	int64_t started_ms;
+	int64_t park_deadline_ms; /* 0 until the handler first parks */
+	bool park_over;           /* resumed by the deadline or shutdown */
+};
+
+/* A request parked by http_park, waiting for a wake or its deadline. */
+struct parked {
+	struct parked *next;
+	struct MHD_Connection *conn;
+	struct request_state *st;
+	char key[256];
+	int64_t deadline_ms;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -240,6 +264,141 @@ dispatch(struct http_server *s, struct http_request *req,
 		  req->path);
 }
 
+/* --------------------------------------------------------------- parking */
+
+static unsigned
+bucket(const char *key)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (; *key; key++)
+		h = (h ^ (unsigned char)*key) * 16777619u;
+	return h % WAKE_BUCKETS;
+}
+
+uint64_t
+http_wake_seq(const struct http_request *req, const char *key)
+{
+	struct http_server *s = req->server;
+	return atomic_load(&s->wake_seq[bucket(key)]);
+}
+
+bool
+http_park(struct http_request *req, struct http_response *res, const char *key,
+	  int64_t deadline_ms, uint64_t seq)
+{
+	struct http_server *s = req->server;
+	if (atomic_load(&s->stopping))
+		return false;
+	res->parked = true;
+	snprintf(res->park_key, sizeof(res->park_key), "%s", key);
+	res->park_deadline_ms = deadline_ms;
+	res->park_seq = seq;
+	return true;
+}
+
+/* Suspends conn (on its MHD thread, inside on_request) and lists it. */
+static void
+park(struct http_server *s, struct MHD_Connection *conn,
+     struct request_state *st, const struct http_response *res)
+{
+	struct parked *p = xcalloc(1, sizeof(*p));
+	p->conn = conn;
+	p->st = st;
+	memcpy(p->key, res->park_key, sizeof(p->key));
+	p->deadline_ms = res->park_deadline_ms;
+	st->park_deadline_ms = res->park_deadline_ms;
+	MHD_suspend_connection(conn);
+
+	pthread_mutex_lock(&s->park_lock);
+	bool missed =
+		atomic_load(&s->wake_seq[bucket(p->key)]) != res->park_seq ||
+		s->park_stop;
+	if (!missed) {
+		p->next = s->parked;
+		s->parked = p;
+		metric_add(s->m_parked, 1);
+		pthread_cond_signal(
+			&s->park_cond); /* a new earliest deadline */
+	}
+	pthread_mutex_unlock(&s->park_lock);
+	if (missed) {
+		MHD_resume_connection(conn);
+		free(p);
+	}
+}
+
+/* Resumes the parked requests that match; the lock is not held. */
+static void
+resume_matching(struct http_server *s, const char *key, bool expired_only,
+		bool mark_over)
+{
+	struct parked *ready = NULL;
+	int64_t now = mono_ms();
+	pthread_mutex_lock(&s->park_lock);
+	for (struct parked **pp = &s->parked; *pp;) {
+		struct parked *p = *pp;
+		bool match = expired_only ? p->deadline_ms <= now
+					  : !key || strcmp(p->key, key) == 0;
+		if (match) {
+			*pp = p->next;
+			p->next = ready;
+			ready = p;
+			if (mark_over || p->deadline_ms <= now)
+				p->st->park_over = true;
+			metric_add(s->m_parked, -1);
+		} else {
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&s->park_lock);
+	while (ready) {
+		struct parked *next = ready->next;
+		MHD_resume_connection(ready->conn);
+		free(ready);
+		ready = next;
+	}
+}
+
+void
+http_server_wake(struct http_server *s, const char *key)
+{
+	if (!s)
+		return;
+	if (key) {
+		atomic_fetch_add(&s->wake_seq[bucket(key)], 1);
+	} else {
+		for (int i = 0; i < WAKE_BUCKETS; i++)
+			atomic_fetch_add(&s->wake_seq[i], 1);
+	}
+	resume_matching(s, key, false, false);
+}
+
+/* Resumes requests whose deadline passed, sleeping until the next one. */
+static void *
+park_timer(void *arg)
+{
+	struct http_server *s = arg;
+	pthread_mutex_lock(&s->park_lock);
+	while (!s->park_stop) {
+		int64_t next = mono_ms() + 1000;
+		for (struct parked *p = s->parked; p; p = p->next)
+			if (p->deadline_ms < next)
+				next = p->deadline_ms;
+		int64_t wait = next - mono_ms();
+		if (wait > 0) {
+			struct timespec until = mono_deadline(wait);
+			pthread_cond_timedwait(&s->park_cond, &s->park_lock,
+					       &until);
+			continue;
+		}
+		pthread_mutex_unlock(&s->park_lock);
+		resume_matching(s, NULL, true, true);
+		pthread_mutex_lock(&s->park_lock);
+	}
+	pthread_mutex_unlock(&s->park_lock);
+	return NULL;
+}
+
 /* ------------------------------------------------------------ MHD glue */
 
 static struct metric *
@@ -335,9 +494,19 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		.arena = &st->arena,
 		.app = s->opts.app,
 		.conn = conn,
+		.server = s,
+		.wait_deadline_ms = st->park_deadline_ms,
+		.wait_over = st->park_over || atomic_load(&s->stopping) ||
+			     (st->park_deadline_ms &&
+			      mono_ms() >= st->park_deadline_ms),
 	};
 	struct http_response res = {.status = 200};
 	dispatch(s, &req, &res);
+	if (res.parked) {
+		sb_free(&res.body);
+		park(s, conn, st, &res);
+		return MHD_YES;
+	}
 	int status = res.status;
 	enum MHD_Result ok = send_response(s, conn, &res);
 	log_debug("http", "%s %s %d %lldms", method, url, status,
@@ -450,6 +619,14 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 	s->m_too_large = metric_register(
 		METRIC_COUNTER, "nodeflow_http_body_too_large_total", "",
 		"Requests refused because their body was too large");
+	s->m_parked = metric_register(METRIC_GAUGE, "nodeflow_http_parked", "",
+				      "Long-polls parked, waiting for work");
+	pthread_mutex_init(&s->park_lock, NULL);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->park_cond, &attr);
+	pthread_condattr_destroy(&attr);
 
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD |
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
@@ -465,6 +642,10 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 		close(fd);
 		free(s);
 		return NULL;
+	}
+	if (pthread_create(&s->park_thread, NULL, park_timer, s) != 0) {
+		fprintf(stderr, "fatal: could not start the long-poll timer\n");
+		abort();
 	}
 	return s;
 }
@@ -482,6 +663,13 @@ http_server_stop(struct http_server *s)
 		return;
 	atomic_store(&s->stopping, true);
 	MHD_quiesce_daemon(s->daemon); /* stop accepting */
+	/* Parked long-polls answer now (empty), and no more park. */
+	pthread_mutex_lock(&s->park_lock);
+	s->park_stop = true;
+	pthread_cond_signal(&s->park_cond);
+	pthread_mutex_unlock(&s->park_lock);
+	pthread_join(s->park_thread, NULL);
+	resume_matching(s, NULL, false, true);
 	/* MHD_stop_daemon shuts every connection down at once, answered or
 	 * not: first let the requests in progress finish, up to a deadline. */
 	int64_t until = mono_ms() + DRAIN_TIMEOUT_MS;
@@ -497,5 +685,7 @@ http_server_stop(struct http_server *s)
 			 left, DRAIN_TIMEOUT_MS);
 	MHD_stop_daemon(s->daemon);
 	close(s->fd);
+	pthread_cond_destroy(&s->park_cond);
+	pthread_mutex_destroy(&s->park_lock);
 	free(s);
 }

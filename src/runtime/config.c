@@ -75,6 +75,19 @@ static const struct config_def defs[] = {
 	INT("timers-retention-hours", "NODEFLOW_TIMERS_RETENTION_HOURS", "48",
 	    1, 87600, timers_retention_hours,
 	    "Timers partitions older than this many hours are dropped"),
+	INT("decider-threads", "NODEFLOW_DECIDER_THREADS", "2", 1, 64,
+	    decider_threads,
+	    "decider loops (each its own thread and connection)"),
+	INT("decider-batch", "NODEFLOW_DECIDER_BATCH", "64", 1, 10000,
+	    decider_batch,
+	    "workflows one decider transaction evaluates at most"),
+	INT("retry-budget-per-minute", "NODEFLOW_RETRY_BUDGET_PER_MINUTE",
+	    "600", 1, 1000000, retry_budget_per_minute,
+	    "retries of one task definition per minute before further retries "
+	    "wait a minute"),
+	INT("sweeper-interval-ms", "NODEFLOW_SWEEPER_INTERVAL_MS", "250", 10,
+	    60000, sweeper_interval_ms,
+	    "how often expired leases and deferred tasks are swept"),
 };
 
 static bool

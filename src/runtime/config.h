@@ -38,6 +38,10 @@ struct config {
 	long executions_retention_months;
 	long events_retention_months;
 	long timers_retention_hours;
+	long decider_threads;
+	long decider_batch;
+	long retry_budget_per_minute;
+	long sweeper_interval_ms;
 };
 
 /* Fills c from the defaults and the NODEFLOW_* environment. */

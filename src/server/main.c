@@ -13,7 +13,10 @@
  * migration failed); 2 usage; and for `migrate status`: 3 migrations are
  * pending, 4 the database has migrations this binary does not know.
  */
+#include "engine/decide_loop.h"
 #include "engine/partitions.h"
+#include "engine/queue_signal.h"
+#include "engine/sweeper.h"
 #include "http/app.h"
 #include "http/http.h"
 #include "http/routes.h"
@@ -328,6 +331,29 @@ preflight(const struct config *cfg, unsigned *pool_flags)
 	return true;
 }
 
+/* Engine → HTTP: work was enqueued; parked long-polls look again. */
+static void
+wake_queues(const json_t *queues, void *arg)
+{
+	size_t i;
+	json_t *q;
+	json_array_foreach (queues, i, q) {
+		http_server_wake(arg, json_string_value(q));
+	}
+}
+
+static void
+wake_all(void *arg)
+{
+	http_server_wake(arg, NULL);
+}
+
+static void
+wake_queue(const char *queue, void *arg)
+{
+	http_server_wake(arg, queue);
+}
+
 static int
 cmd_serve(struct command_line *cl)
 {
@@ -370,9 +396,26 @@ cmd_serve(struct command_line *cl)
 			return EXIT_FAILURE;
 		}
 	}
-	struct loop *partitions = NULL;
-	if (has_role(cfg->roles, "engine"))
+	struct loop *partitions = NULL, *sweeper = NULL, *signals = NULL;
+	if (http) /* work enqueued by any replica wakes this one's polls */
+		signals =
+			queue_signal_start(cfg->database_url, wake_queue, http);
+	if (has_role(cfg->roles, "engine")) {
 		partitions = partitions_loop_start(cfg);
+		struct decide_loop_opts d = {
+			.database_url = cfg->database_url,
+			.batch_size = (int)cfg->decider_batch,
+			.retry_budget_per_minute =
+				(int)cfg->retry_budget_per_minute,
+			.on_enqueued = http ? wake_queues : NULL,
+			.arg = http,
+		};
+		for (long i = 0; i < cfg->decider_threads; i++)
+			decide_loop_start(&d);
+		sweeper = sweeper_start(cfg->database_url,
+					(int)cfg->sweeper_interval_ms,
+					http ? wake_all : NULL, http);
+	}
 
 	if (http) {
 		const char *colon = strrchr(cfg->listen, ':');
@@ -389,6 +432,10 @@ cmd_serve(struct command_line *cl)
 	while (!signals_wait(-1))
 		;
 	log_info("server", "shutting down");
+	/* Loops that call into the HTTP server stop first. */
+	decide_loops_stop();
+	loop_stop(sweeper);
+	loop_stop(signals);
 	http_server_stop(http);
 	loop_stop(partitions);
 	db_pool_destroy(app.pool);

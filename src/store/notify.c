@@ -13,14 +13,31 @@ struct notify_conn {
 };
 
 DB_STMT(notify_listen_events, "LISTEN \"node_flow_workflow_events\"");
+DB_STMT(notify_listen_queues, "LISTEN \"node_flow_task_queues\"");
+DB_STMT(notify_send_queues,
+	"SELECT pg_notify('node_flow_task_queues', $1)::text");
 
-struct db_stmt *const notify_stmts[] = {&notify_listen_events, NULL};
+struct db_stmt *const notify_stmts[] = {&notify_listen_events,
+					&notify_listen_queues,
+					&notify_send_queues, NULL};
+
+bool
+notify_queues(struct db *db, const char *payload, struct err *e)
+{
+	const char *params[] = {payload};
+	return db_run(db, &notify_send_queues, 1, params, e);
+}
 
 struct notify_conn *
 notify_open(const char *url, const char *channel, struct err *e)
 {
 	/* LISTEN takes no parameters, so each channel is a fixed statement. */
-	if (strcmp(channel, "node_flow_workflow_events") != 0) {
+	struct db_stmt *listen;
+	if (strcmp(channel, "node_flow_workflow_events") == 0)
+		listen = &notify_listen_events;
+	else if (strcmp(channel, "node_flow_task_queues") == 0)
+		listen = &notify_listen_queues;
+	else {
 		err_set(e, ERR_INVALID, "unknown notification channel \"%s\"",
 			channel);
 		return NULL;
@@ -28,7 +45,7 @@ notify_open(const char *url, const char *channel, struct err *e)
 	struct db *db;
 	if (!db_open(&db, url, DB_PLAIN, e))
 		return NULL;
-	if (!db_run(db, &notify_listen_events, 0, NULL, e)) {
+	if (!db_run(db, listen, 0, NULL, e)) {
 		db_close(db);
 		return NULL;
 	}

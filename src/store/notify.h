@@ -15,9 +15,20 @@
 
 #include <stdbool.h>
 
+struct db;
 struct notify_conn;
 
 typedef void notify_fn(const char *payload, void *arg);
+
+/* Channels: "node_flow_workflow_events" (payload "workflowId:seq", raised
+ * by the trigger on "WorkflowEvents") and "node_flow_task_queues"
+ * (payload: queue names, one per line, or "*" for all), raised by
+ * notify_queues after work was enqueued, so that long-polls parked on
+ * other replicas look again. */
+
+/* Sends a "node_flow_task_queues" notification (at the commit of the
+ * connection's transaction, or at once outside one). */
+bool notify_queues(struct db *db, const char *payload, struct err *e);
 
 /* Connects (checking the server like db_open) and LISTENs on channel. */
 struct notify_conn *notify_open(const char *url, const char *channel,

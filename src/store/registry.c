@@ -14,16 +14,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern struct db_stmt *const actions_repo_stmts[];
 extern struct db_stmt *const db_stmts[];
+extern struct db_stmt *const decide_repo_stmts[];
+extern struct db_stmt *const definitions_repo_stmts[];
+extern struct db_stmt *const executions_repo_stmts[];
 extern struct db_stmt *const migrate_stmts[];
 extern struct db_stmt *const notify_stmts[];
 extern struct db_stmt *const partition_repo_stmts[];
+extern struct db_stmt *const queue_repo_stmts[];
 
 static struct db_stmt *const *const modules[] = {
-	db_stmts,
-	migrate_stmts,
-	notify_stmts,
-	partition_repo_stmts,
+	actions_repo_stmts,    db_stmts,
+	decide_repo_stmts,     definitions_repo_stmts,
+	executions_repo_stmts, migrate_stmts,
+	notify_stmts,          partition_repo_stmts,
+	queue_repo_stmts,
 };
 
 static struct db_stmt **all;

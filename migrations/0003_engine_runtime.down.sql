@@ -1,0 +1,2 @@
+DROP TABLE "WorkerPolls";
+ALTER TABLE "WorkflowExecutions" DROP COLUMN "eventSeq";

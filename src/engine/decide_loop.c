@@ -1,0 +1,277 @@
+#include "engine/decide_loop.h"
+
+#include "engine/decider.h"
+#include "engine/defcache.h"
+#include "engine/queue_signal.h"
+#include "runtime/log.h"
+#include "runtime/metrics.h"
+#include "store/db.h"
+#include "store/decide_repo.h"
+#include "util/mem.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { IDLE_MS = 200, POSTPONE_MS = 5000, MAX_LOOPS = 16 };
+
+struct decide_loop {
+	struct loop_def def;
+	struct decide_loop_opts opts;
+	char *url;
+	struct db *db;
+	struct metric *m_decisions;
+	struct metric *m_failures;
+};
+
+static pthread_mutex_t loops_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct loop *loops[MAX_LOOPS];
+static size_t n_loops;
+
+/* The task definitions one evaluation looked up, released after it. */
+struct lookups {
+	struct db *db;
+	const char *ns_id;
+	struct def_ref refs[64];
+	size_t n;
+};
+
+static const struct task_def *
+lookup_task_def(void *arg, const char *name)
+{
+	struct lookups *l = arg;
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->refs[i].task->name, name) == 0)
+			return l->refs[i].task;
+	if (l->n == sizeof(l->refs) / sizeof(l->refs[0]))
+		return NULL;
+	struct err e = ERR_INIT;
+	if (!defcache_task(l->db, l->ns_id, name, &l->refs[l->n], &e))
+		return NULL; /* Conductor's defaults apply */
+	return l->refs[l->n++].task;
+}
+
+static void
+release_lookups(struct lookups *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		defcache_release(&l->refs[i]);
+	l->n = 0;
+}
+
+/* Over budget, a retry waits at least a minute. */
+static bool
+apply_retry_budget(struct decide_loop *dl, const struct loaded_execution *x,
+		   struct decision *d, struct err *e)
+{
+	size_t i;
+	json_t *idx;
+	json_array_foreach (d->retries, i, idx) {
+		json_t *row = json_array_get(d->tasks,
+					     (size_t)json_integer_value(idx));
+		const char *def =
+			json_string_value(json_object_get(row, "taskDefName"));
+		int recent;
+		if (!decide_recent_retries(dl->db, x->ns_id, def,
+					   dl->opts.retry_budget_per_minute + 1,
+					   &recent, e))
+			return false;
+		if (recent > dl->opts.retry_budget_per_minute) {
+			json_int_t delay = json_integer_value(
+				json_object_get(row, "delaySeconds"));
+			if (delay < 60)
+				json_object_set_new(row, "delaySeconds",
+						    json_integer(60));
+			log_warn(
+				"decider",
+				"retry budget of task %s exhausted (%d retries in "
+				"the last minute): retry of workflow %s delayed",
+				def, recent, x->id);
+		}
+	}
+	return true;
+}
+
+/* Evaluates and applies one workflow under a savepoint.  False only when
+ * the savepoint machinery itself failed (the batch is then lost). */
+static bool
+evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
+	     const struct wf_def *def, json_t *queues, struct err *e)
+{
+	if (!decide_savepoint(dl->db, e))
+		return false;
+	struct err we = ERR_INIT;
+	bool ok = true;
+	if (!def) {
+		ok = false;
+		err_set(&we, ERR_INTERNAL,
+			"definition %s version %d unavailable", x->def_name,
+			x->def_version);
+	}
+	struct lookups lk = {.db = dl->db, .ns_id = x->ns_id};
+	struct decision d = {0};
+	if (ok) {
+		struct decider_input in = {def, x, lookup_task_def, &lk};
+		decide(&in, &d);
+		ok = apply_retry_budget(dl, x, &d, &we);
+	}
+	bool applied = true;
+	if (ok && d.changed) {
+		struct decide_rows rows = {d.update, d.tasks, d.seen, d.cancel,
+					   d.events};
+		ok = decide_apply(dl->db, x, &rows, &applied, &we);
+	} else if (ok) {
+		ok = decide_dequeue(dl->db, x->id, &we);
+	}
+	if (ok && applied) {
+		size_t i;
+		json_t *row;
+		json_array_foreach (d.tasks, i, row) {
+			json_t *q = json_object_get(row, "queueName");
+			if (q)
+				json_array_append(queues, q);
+		}
+		metric_add(dl->m_decisions, 1);
+	}
+	decision_free(&d);
+	release_lookups(&lk);
+	if (ok && applied)
+		return decide_release_savepoint(dl->db, e);
+
+	decide_rollback_savepoint(dl->db);
+	if (!ok) {
+		/* Leave it queued, due again later; the rest of the batch
+		 * goes on. */
+		metric_add(dl->m_failures, 1);
+		log_error("decider", "workflow %s: %s (evaluation postponed)",
+			  x->id, we.msg);
+		if (!decide_postpone(dl->db, x->id, POSTPONE_MS, "failed", e))
+			return false;
+	}
+	/* Not applied: the version changed; it stays queued and is evaluated
+	 * again in a later batch. */
+	return decide_release_savepoint(dl->db, e);
+}
+
+static enum loop_result
+tick(void *arg, struct arena *scratch, struct err *e)
+{
+	struct decide_loop *dl = arg;
+	(void)scratch;
+	if (dl->db && !db_healthy(dl->db)) {
+		db_close(dl->db);
+		dl->db = NULL;
+	}
+	if (!dl->db && !db_open(&dl->db, dl->url, DB_PLAIN, e))
+		return LOOP_ERROR;
+
+	struct decide_batch b = {0};
+	if (!db_begin(dl->db, e) ||
+	    !decide_claim(dl->db, dl->opts.batch_size, &b, e)) {
+		db_rollback(dl->db);
+		return LOOP_ERROR;
+	}
+	if (b.n == 0) {
+		bool ok = db_commit(dl->db, e);
+		decide_batch_free(&b);
+		return ok ? LOOP_IDLE : LOOP_ERROR;
+	}
+
+	struct def_ref *defs = xcalloc(b.n, sizeof(*defs));
+	json_t **refs = xcalloc(b.n, sizeof(*refs));
+	for (size_t i = 0; i < b.n; i++) {
+		struct err de = ERR_INIT;
+		if (defcache_workflow(dl->db, b.items[i].ns_id,
+				      b.items[i].def_name,
+				      b.items[i].def_version, &defs[i], &de))
+			refs[i] = decider_refs_to_load(defs[i].wf);
+		else
+			refs[i] = json_array();
+	}
+	json_t *queues = json_array();
+	bool ok = decide_load_tasks(dl->db, &b, refs, e);
+	for (size_t i = 0; ok && i < b.n; i++)
+		ok = evaluate_one(dl, &b.items[i], defs[i].wf, queues, e);
+	ok = ok && db_commit(dl->db, e);
+	if (!ok)
+		db_rollback(dl->db);
+	else if (json_array_size(queues)) {
+		/* Parked polls here are woken directly; other replicas' by one
+		 * notification for the whole batch. */
+		if (dl->opts.on_enqueued)
+			dl->opts.on_enqueued(queues, dl->opts.arg);
+		struct err se = ERR_INIT;
+		if (!queue_signal_send(dl->db, queues, &se))
+			log_warn("decider", "could not signal queues: %s",
+				 se.msg);
+	}
+
+	for (size_t i = 0; i < b.n; i++) {
+		defcache_release(&defs[i]);
+		json_decref(refs[i]);
+	}
+	free(defs);
+	free(refs);
+	json_decref(queues);
+	decide_batch_free(&b);
+	/* Busy until a claim comes back empty: work may have arrived meanwhile.
+	 */
+	return ok ? LOOP_BUSY : LOOP_ERROR;
+}
+
+static void
+finish(void *arg)
+{
+	struct decide_loop *dl = arg;
+	db_close(dl->db);
+	free(dl->url);
+	free(dl);
+}
+
+void
+decide_loop_start(const struct decide_loop_opts *o)
+{
+	struct decide_loop *dl = xcalloc(1, sizeof(*dl));
+	dl->opts = *o;
+	dl->url = xstrdup(o->database_url);
+	dl->def = (struct loop_def){
+		.name = "decider",
+		.tick = tick,
+		.finish = finish,
+		.interval_ms = IDLE_MS,
+		.max_backoff_ms = 10000,
+	};
+	dl->m_decisions =
+		metric_register(METRIC_COUNTER, "nodeflow_decisions_total", "",
+				"Workflow evaluations applied");
+	dl->m_failures = metric_register(
+		METRIC_COUNTER, "nodeflow_decision_failures_total", "",
+		"Workflow evaluations that failed and were postponed");
+	struct loop *l = loop_start(&dl->def, dl);
+	pthread_mutex_lock(&loops_lock);
+	if (n_loops < MAX_LOOPS)
+		loops[n_loops++] = l;
+	pthread_mutex_unlock(&loops_lock);
+}
+
+void
+decide_loops_stop(void)
+{
+	pthread_mutex_lock(&loops_lock);
+	size_t n = n_loops;
+	struct loop *stopping[MAX_LOOPS];
+	memcpy(stopping, loops, n * sizeof(*loops));
+	n_loops = 0;
+	pthread_mutex_unlock(&loops_lock);
+	for (size_t i = 0; i < n; i++)
+		loop_stop(stopping[i]);
+}
+
+void
+decide_loop_wake_all(void)
+{
+	pthread_mutex_lock(&loops_lock);
+	for (size_t i = 0; i < n_loops; i++)
+		loop_wake(loops[i]);
+	pthread_mutex_unlock(&loops_lock);
+}

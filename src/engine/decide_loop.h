@@ -1,0 +1,45 @@
+/*
+ * decide_loop — the decider engine loop: claims workflows due for
+ * evaluation in batches, loads them, runs the decider (decider.h) and
+ * applies each decision, one batch per transaction, one savepoint per
+ * workflow.
+ *
+ * A decision that fails to apply (the database refused it) is rolled back
+ * to its savepoint and the workflow's evaluation postponed by a few
+ * seconds, so one broken workflow neither undoes its batch nor spins.  A
+ * decision whose version guard fails (an operator changed the workflow
+ * meanwhile) is simply evaluated again.  Retries are checked against a
+ * budget per task definition (retries scheduled in the last minute): over
+ * it, a retry waits at least a minute, so a failing dependency cannot start
+ * a retry storm.
+ *
+ * Threads: each loop has its own thread and connection; decide_loop_wake
+ * may be called from any thread.  Failure: a batch that fails is rolled
+ * back whole and retried after the loop skeleton's backoff.
+ */
+#ifndef NF_ENGINE_DECIDE_LOOP_H
+#define NF_ENGINE_DECIDE_LOOP_H
+
+#include "runtime/config.h"
+#include "runtime/loop.h"
+
+#include <jansson.h>
+
+struct decide_loop_opts {
+	const char *database_url;
+	int batch_size;
+	int retry_budget_per_minute;
+	/* Called after a commit that scheduled worker tasks, with the queue
+	 * names (a JSON array), so waiting polls can be woken. */
+	void (*on_enqueued)(const json_t *queues, void *arg);
+	void *arg;
+};
+
+/* Starts one decide loop; it is stopped by decide_loops_stop. */
+void decide_loop_start(const struct decide_loop_opts *o);
+/* Stops every decide loop of this process and waits for them. */
+void decide_loops_stop(void);
+/* Wakes every decide loop of this process (new work was enqueued). */
+void decide_loop_wake_all(void);
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * decider — what happens next in a workflow: a pure function from what an
+ * evaluation loaded (the definition, the execution, its frontier, its
+ * unprocessed tasks and the latest attempts its expressions read) to the
+ * rows to write.  It performs no I/O; the decide loop (decide_loop.h) loads
+ * and applies.  Running it twice on the same state decides the same thing,
+ * and the store's identity index makes a repeated write of a task a no-op.
+ *
+ * Each task type is a row of the task-kind table (task_kind.h); this file
+ * reacts to a finished task by the kind's rules: a worker task that
+ * completed advances the workflow to the next task of its list; one that
+ * failed is retried as a new attempt (attempt + 1, the failed one stays)
+ * while its retry count allows, after the delay its retry logic gives, and
+ * otherwise fails the workflow; FAILED_WITH_TERMINAL_ERROR is never retried.
+ * The end of the top-level list completes the workflow, with the output its
+ * outputParameters give (or the last task's output).
+ *
+ * Threads: any.  Ownership: a decision owns its JSON (decision_free).
+ * Failure: none: a problem the workflow itself causes (an expression that
+ * cannot be resolved) fails the workflow with a reason that says where.
+ */
+#ifndef NF_ENGINE_DECIDER_H
+#define NF_ENGINE_DECIDER_H
+
+#include "engine/dsl.h"
+#include "store/decide_repo.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* Looks a task definition up (NULL: none; Conductor's defaults apply). */
+typedef const struct task_def *decider_task_def_fn(void *arg, const char *name);
+
+struct decider_input {
+	const struct wf_def *def;
+	const struct loaded_execution *x;
+	decider_task_def_fn *task_def;
+	void *arg;
+};
+
+struct decision {
+	bool changed;    /* anything to write at all */
+	json_t *update;  /* new execution state, or NULL */
+	json_t *tasks;   /* rows to schedule */
+	json_t *seen;    /* task ids reacted to */
+	json_t *cancel;  /* open task ids to cancel */
+	json_t *events;  /* history events */
+	json_t *retries; /* indexes into tasks of retry rows (budget check) */
+};
+
+void decide(const struct decider_input *in, struct decision *d);
+void decision_free(struct decision *d);
+
+/* The delay before retry number `retry` (1 for the first retry) under d's
+ * retry logic, in seconds, capped by maxRetryDelaySeconds. */
+int decider_retry_delay(const struct task_def *d, int retry);
+
+/* Every task reference the definition's expressions read, plus the last
+ * top-level task (its output is the default workflow output): what an
+ * evaluation must load besides the frontier.  A new JSON array. */
+json_t *decider_refs_to_load(const struct wf_def *def);
+
+#endif

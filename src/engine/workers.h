@@ -1,0 +1,49 @@
+/*
+ * workers — what the worker API does: lease tasks of a queue, record
+ * results, renew and give back leases.
+ *
+ * A queue is named by its task definition within a namespace; its rows
+ * carry "<namespace>/<task name>" so namespaces never share a queue.  A
+ * lease lasts the task definition's responseTimeoutSeconds (Conductor's
+ * default of 3600 s without a definition); a heartbeat renews it for as
+ * long again.
+ *
+ * Threads: any (the caller's connection).  Ownership: JSON text returned is
+ * the caller's (free).  Failure: false with e set; ERR_CONFLICT when the
+ * worker does not hold the task's lease.
+ */
+#ifndef NF_ENGINE_WORKERS_H
+#define NF_ENGINE_WORKERS_H
+
+#include "store/queue_repo.h"
+#include "util/err.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct db;
+
+struct queue_ref {
+	const char *ns_id;
+	const char *ns_name;
+	const char *task; /* the queue's task definition name */
+};
+
+/* The queue's row name, "<namespace>/<task>", into out. */
+void workers_queue_name(const struct queue_ref *q, char *out, size_t size);
+
+bool workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
+		  int count, char **json_out, size_t *n, struct err *e);
+bool workers_result(struct db *db, const struct queue_ref *q,
+		    const char *task_id, const char *worker,
+		    enum task_result_status status, const json_t *output,
+		    const char *reason, struct err *e);
+bool workers_heartbeat(struct db *db, const struct queue_ref *q,
+		       const char *task_id, const char *worker,
+		       char **expires_out, struct err *e);
+bool workers_release(struct db *db, const struct queue_ref *q,
+		     const char *task_id, const char *worker,
+		     double delay_seconds, struct err *e);
+
+#endif

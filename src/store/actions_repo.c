@@ -1,0 +1,191 @@
+#include "store/actions_repo.h"
+
+#include "store/sql.h"
+#include "store/sqlfrag.h"
+#include "util/uuid.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Every action: a CTE `w` that changes the execution only from the allowed
+ * statuses (and takes its row lock), the task changes, and the events,
+ * numbered from the counter `w` advanced.  The final SELECT tells found
+ * (any status) from applied.
+ */
+
+DB_STMT(action_terminate_stmt,
+	"WITH cur AS (SELECT e.\"id\", e.\"status\" FROM \"WorkflowExecutions\" e"
+	"   WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+		"e",
+		"$2::uuid") "),"
+			    " open AS (SELECT t.\"id\", t.\"queueName\", t.\"refName\""
+			    "   FROM \"TaskExecutions\" t WHERE t.\"workflowId\" = $2::uuid"
+			    "   AND t.\"status\" NOT IN " SQL_TASK_TERMINAL "),"
+			    " w AS (UPDATE \"WorkflowExecutions\" e SET \"status\" = 'TERMINATED',"
+			    "   \"reasonForIncompletion\" = $3, \"endedAt\" = now(),"
+			    "   \"updatedAt\" = now(), \"version\" = e.\"version\" + 1,"
+			    "   \"eventSeq\" = e.\"eventSeq\" + 1 + (SELECT count(*) FROM open)"
+			    "   WHERE e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+				    "e",
+				    "$2::uuid") "   AND e.\"status\" IN ('RUNNING', 'PAUSED')"
+						"   RETURNING e.\"id\", e.\"namespaceId\","
+						"   e.\"eventSeq\" - 1 - (SELECT count(*) FROM open) AS base),"
+						" c AS (UPDATE \"TaskExecutions\" t SET \"status\" = 'CANCELED',"
+						"   \"endedAt\" = now(), \"deciderSeenAt\" = now(), \"updatedAt\" = now()"
+						"   FROM w WHERE t.\"workflowId\" = $2::uuid"
+						"   AND t.\"id\" IN (SELECT \"id\" FROM open)),"
+						" q AS (DELETE FROM \"TaskQueues\" q USING open, w"
+						"   WHERE q.\"queueName\" = open.\"queueName\""
+						"   AND q.\"taskId\" = open.\"id\"),"
+						" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+						"   \"seq\", \"type\", \"taskId\", \"data\")"
+						"   SELECT w.\"id\", w.\"namespaceId\", w.base + o.n, 'TASK_CANCELED',"
+						"   o.\"id\", jsonb_build_object('refName', o.\"refName\")"
+						"   FROM w, (SELECT open.*, row_number() OVER (ORDER BY open.\"id\") n"
+						"   FROM open) o"
+						"   UNION ALL SELECT w.\"id\", w.\"namespaceId\","
+						"   w.base + 1 + (SELECT count(*) FROM open), 'WORKFLOW_TERMINATED',"
+						"   NULL, jsonb_build_object('reason', $3::text) FROM w)"
+						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
+
+DB_STMT(action_pause_stmt,
+	"WITH cur AS (SELECT e.\"id\", e.\"status\" FROM \"WorkflowExecutions\" e"
+	"   WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+		"e",
+		"$2::uuid") "),"
+			    " w AS (UPDATE \"WorkflowExecutions\" e SET \"status\" = 'PAUSED',"
+			    "   \"updatedAt\" = now(), \"version\" = e.\"version\" + 1,"
+			    "   \"eventSeq\" = e.\"eventSeq\" + 1"
+			    "   WHERE e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+				    "e",
+				    "$2::uuid") "   AND e.\"status\" = 'RUNNING'"
+						"   RETURNING e.\"id\", e.\"namespaceId\", e.\"eventSeq\"),"
+						" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+						"   \"seq\", \"type\") SELECT \"id\", \"namespaceId\", \"eventSeq\","
+						"   'WORKFLOW_PAUSED' FROM w)"
+						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
+
+DB_STMT(action_resume_stmt,
+	"WITH cur AS (SELECT e.\"id\", e.\"status\" FROM \"WorkflowExecutions\" e"
+	"   WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+		"e",
+		"$2::uuid") "),"
+			    " w AS (UPDATE \"WorkflowExecutions\" e SET \"status\" = 'RUNNING',"
+			    "   \"updatedAt\" = now(), \"version\" = e.\"version\" + 1,"
+			    "   \"eventSeq\" = e.\"eventSeq\" + 1"
+			    "   WHERE e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+				    "e",
+				    "$2::uuid") "   AND e.\"status\" = 'PAUSED'"
+						"   RETURNING e.\"id\", e.\"namespaceId\", e.\"eventSeq\"),"
+						" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+						"   \"reason\") SELECT \"id\", \"namespaceId\", 'resume' FROM w"
+						"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
+						"   EXCLUDED.\"reason\", \"enqueuedAt\" = now()),"
+						" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+						"   \"seq\", \"type\") SELECT \"id\", \"namespaceId\", \"eventSeq\","
+						"   'WORKFLOW_RESUMED' FROM w)"
+						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
+
+/* The failed task's latest attempt gets a successor with the same input,
+ * queued at once; the execution runs again. */
+DB_STMT(action_retry_stmt,
+	"WITH cur AS (SELECT e.\"id\", e.\"status\", e.\"failedTaskRef\""
+	"   FROM \"WorkflowExecutions\" e"
+	"   WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+		"e",
+		"$2::uuid") "),"
+			    " last AS (SELECT t.* FROM \"TaskExecutions\" t, cur"
+			    "   WHERE t.\"workflowId\" = $2::uuid AND t.\"refName\" ="
+			    "   cur.\"failedTaskRef\" ORDER BY t.\"iteration\" DESC,"
+			    "   t.\"attempt\" DESC LIMIT 1),"
+			    " w AS (UPDATE \"WorkflowExecutions\" e SET \"status\" = 'RUNNING',"
+			    "   \"reasonForIncompletion\" = NULL, \"failedTaskRef\" = NULL,"
+			    "   \"endedAt\" = NULL, \"updatedAt\" = now(),"
+			    "   \"version\" = e.\"version\" + 1, \"eventSeq\" = e.\"eventSeq\" + 2"
+			    "   WHERE e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+				    "e",
+				    "$2::uuid") "   AND e.\"status\" IN ('FAILED', 'TIMED_OUT')"
+						"   AND EXISTS (SELECT 1 FROM last)"
+						"   RETURNING e.\"id\", e.\"namespaceId\", e.\"priority\","
+						"   e.\"eventSeq\" - 2 AS base),"
+						" nt AS (INSERT INTO \"TaskExecutions\" (\"id\", \"workflowId\","
+						"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
+						"   \"iteration\", \"attempt\", \"status\", \"input\", \"queueName\","
+						"   \"scheduledAt\", \"updatedAt\")"
+						"   SELECT $3::uuid, last.\"workflowId\", last.\"namespaceId\","
+						"   last.\"refName\", last.\"taskDefName\", last.\"taskType\","
+						"   last.\"iteration\", last.\"attempt\" + 1, 'SCHEDULED', last.\"input\","
+						"   last.\"queueName\", now(), now() FROM last, w"
+						"   RETURNING \"id\", \"queueName\", \"taskType\", \"refName\","
+						"   \"attempt\"),"
+						" nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
+						"   \"workflowId\", \"namespaceId\", \"taskType\", \"priority\")"
+						"   SELECT nt.\"queueName\", nt.\"id\", w.\"id\", w.\"namespaceId\","
+						"   nt.\"taskType\", w.\"priority\" FROM nt, w"
+						"   WHERE nt.\"queueName\" IS NOT NULL),"
+						" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+						"   \"seq\", \"type\", \"taskId\", \"data\")"
+						"   SELECT w.\"id\", w.\"namespaceId\", w.base + 1, 'WORKFLOW_RETRIED',"
+						"   NULL, '{}'::jsonb FROM w"
+						"   UNION ALL SELECT w.\"id\", w.\"namespaceId\", w.base + 2,"
+						"   'TASK_SCHEDULED', nt.\"id\", jsonb_build_object('refName',"
+						"   nt.\"refName\", 'attempt', nt.\"attempt\") FROM w, nt)"
+						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
+
+static bool
+run(struct db *db, struct db_stmt *stmt, const char *action, int n,
+    const char *const *params, struct err *e)
+{
+	PGresult *res = db_exec(db, stmt, n, params, e);
+	if (!res)
+		return false;
+	bool found = !PQgetisnull(res, 0, 0);
+	bool applied = strcmp(PQgetvalue(res, 0, 1), "0") != 0;
+	if (!found)
+		err_set(e, ERR_NOT_FOUND, "workflow %s not found", params[1]);
+	else if (!applied)
+		err_set(e, ERR_CONFLICT, "cannot %s workflow %s: it is %s",
+			action, params[1], PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return found && applied;
+}
+
+bool
+action_terminate(struct db *db, const char *ns_id, const char *id,
+		 const char *reason, struct err *e)
+{
+	const char *params[] = {ns_id, id, reason ? reason : "terminated"};
+	return run(db, &action_terminate_stmt, "terminate", 3, params, e);
+}
+
+bool
+action_pause(struct db *db, const char *ns_id, const char *id, struct err *e)
+{
+	const char *params[] = {ns_id, id};
+	return run(db, &action_pause_stmt, "pause", 2, params, e);
+}
+
+bool
+action_resume(struct db *db, const char *ns_id, const char *id, struct err *e)
+{
+	const char *params[] = {ns_id, id};
+	return run(db, &action_resume_stmt, "resume", 2, params, e);
+}
+
+bool
+action_retry(struct db *db, const char *ns_id, const char *id, struct err *e)
+{
+	char task_id[37];
+	uuid_v7(task_id);
+	const char *params[] = {ns_id, id, task_id};
+	return run(db, &action_retry_stmt, "retry", 3, params, e);
+}
+
+struct db_stmt *const actions_repo_stmts[] = {
+	&action_terminate_stmt,
+	&action_pause_stmt,
+	&action_resume_stmt,
+	&action_retry_stmt,
+	NULL,
+};

@@ -1,0 +1,35 @@
+/*
+ * actions_repo — operator actions on a workflow: terminate, pause, resume,
+ * retry.  Each is one statement, so one transaction, that changes the
+ * execution (bumping its version, so a decision computed before it fails
+ * its guard and is made again), its tasks and queue rows as needed, and
+ * appends its events.
+ *
+ * Threads: callers bring their own connection.  Failure: false with e set;
+ * ERR_NOT_FOUND for no such execution, ERR_CONFLICT when its status does
+ * not allow the action (the message names the status).
+ */
+#ifndef NF_STORE_ACTIONS_REPO_H
+#define NF_STORE_ACTIONS_REPO_H
+
+#include "util/err.h"
+
+#include <stdbool.h>
+
+struct db;
+
+/* RUNNING or PAUSED → TERMINATED; open tasks are cancelled. */
+bool action_terminate(struct db *db, const char *ns_id, const char *id,
+		      const char *reason, struct err *e);
+/* RUNNING → PAUSED: tasks in flight go on; nothing new is scheduled. */
+bool action_pause(struct db *db, const char *ns_id, const char *id,
+		  struct err *e);
+/* PAUSED → RUNNING, and an evaluation of what happened meanwhile. */
+bool action_resume(struct db *db, const char *ns_id, const char *id,
+		   struct err *e);
+/* FAILED or TIMED_OUT → RUNNING with a new attempt of the failed task
+ * (the failed attempts stay). */
+bool action_retry(struct db *db, const char *ns_id, const char *id,
+		  struct err *e);
+
+#endif

@@ -1,0 +1,445 @@
+#include "store/decide_repo.h"
+
+#include "store/sql.h"
+#include "store/sqlfrag.h"
+#include "util/json.h"
+#include "util/mem.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Due rows only: a postponed evaluation carries a future "enqueuedAt". */
+DB_STMT(decide_claim_stmt, "SELECT \"workflowId\"::text FROM \"DecideQueues\""
+			   " WHERE \"enqueuedAt\" <= now()"
+			   " LIMIT $1::int FOR UPDATE SKIP LOCKED");
+
+/* The window over the whole batch prunes to the partitions its ids can
+ * live in (initplans: pruned at execution). */
+DB_STMT(decide_load_executions,
+	"SELECT e.\"id\"::text, e.\"namespaceId\"::text, n.\"name\","
+	" e.\"status\", e.\"version\", e.\"defName\", e.\"defVersion\","
+	" e.\"definition\"::text, e.\"input\"::text, e.\"variables\"::text,"
+	" e.\"correlationId\", e.\"priority\", e.\"startedAt\"::text"
+	" FROM \"WorkflowExecutions\" e"
+	" JOIN \"Namespaces\" n ON n.\"id\" = e.\"namespaceId\""
+	" WHERE e.\"id\" = ANY($1::uuid[])"
+	" AND e.\"startedAt\" >= (SELECT min(uuid_extract_timestamp(x))"
+	"   FROM unnest($1::uuid[]) x) - interval '1 hour'"
+	" AND e.\"startedAt\" < (SELECT max(uuid_extract_timestamp(x))"
+	"   FROM unnest($1::uuid[]) x) + interval '1 hour'");
+
+DB_STMT(decide_dequeue_stmt,
+	"DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = $1::uuid");
+
+static json_t *
+parse_or_null(PGresult *res, int row, int col)
+{
+	if (PQgetisnull(res, row, col))
+		return NULL;
+	return json_loads(PQgetvalue(res, row, col), JSON_DECODE_ANY, NULL);
+}
+
+static char *
+dup_or_null(PGresult *res, int row, int col)
+{
+	return PQgetisnull(res, row, col) ? NULL
+					  : xstrdup(PQgetvalue(res, row, col));
+}
+
+bool
+decide_dequeue(struct db *db, const char *workflow_id, struct err *e)
+{
+	const char *params[] = {workflow_id};
+	return db_run(db, &decide_dequeue_stmt, 1, params, e);
+}
+
+bool
+decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
+{
+	char lim[16];
+	snprintf(lim, sizeof(lim), "%d", limit);
+	const char *params[] = {lim};
+	memset(out, 0, sizeof(*out));
+	PGresult *res = db_exec(db, &decide_claim_stmt, 1, params, e);
+	if (!res)
+		return false;
+	int n = PQntuples(res);
+	if (n == 0) {
+		PQclear(res);
+		return true;
+	}
+	struct strbuf ids = STRBUF_INIT;
+	sb_putc(&ids, '{');
+	for (int i = 0; i < n; i++)
+		sb_printf(&ids, "%s%s", i ? "," : "", PQgetvalue(res, i, 0));
+	sb_putc(&ids, '}');
+	PQclear(res);
+
+	const char *lparams[] = {sb_str(&ids)};
+	res = db_exec(db, &decide_load_executions, 1, lparams, e);
+	if (!res) {
+		sb_free(&ids);
+		return false;
+	}
+	int found = PQntuples(res);
+	out->items = xcalloc((size_t)found + 1, sizeof(*out->items));
+	for (int i = 0; i < found; i++) {
+		struct loaded_execution *x = &out->items[i];
+		snprintf(x->id, sizeof(x->id), "%s", PQgetvalue(res, i, 0));
+		snprintf(x->ns_id, sizeof(x->ns_id), "%s",
+			 PQgetvalue(res, i, 1));
+		x->ns_name = xstrdup(PQgetvalue(res, i, 2));
+		x->status = xstrdup(PQgetvalue(res, i, 3));
+		x->version = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+		x->def_name = xstrdup(PQgetvalue(res, i, 5));
+		x->def_version = atoi(PQgetvalue(res, i, 6));
+		x->definition = parse_or_null(res, i, 7);
+		x->input = parse_or_null(res, i, 8);
+		x->variables = parse_or_null(res, i, 9);
+		x->correlation_id = dup_or_null(res, i, 10);
+		x->priority = atoi(PQgetvalue(res, i, 11));
+		x->started_at = xstrdup(PQgetvalue(res, i, 12));
+	}
+	out->n = (size_t)found;
+	PQclear(res);
+
+	/* A queued evaluation whose execution is gone (dropped with its
+	 * partition) would otherwise be claimed forever. */
+	if ((int)out->n < n) {
+		const char *p = sb_str(&ids) + 1;
+		while (*p && *p != '}') {
+			char id[37];
+			snprintf(id, sizeof(id), "%.36s", p);
+			bool known = false;
+			for (size_t i = 0; i < out->n && !known; i++)
+				known = strcmp(out->items[i].id, id) == 0;
+			if (!known && !decide_dequeue(db, id, e)) {
+				sb_free(&ids);
+				return false;
+			}
+			p += 36;
+			if (*p == ',')
+				p++;
+		}
+	}
+	sb_free(&ids);
+	return true;
+}
+
+#define TASK_COLUMNS                                                          \
+	" t.\"id\"::text, t.\"workflowId\"::text, t.\"refName\","             \
+	" t.\"taskDefName\", t.\"taskType\", t.\"iteration\", t.\"attempt\"," \
+	" t.\"status\", t.\"input\"::text, t.\"output\"::text,"               \
+	" t.\"reasonForIncompletion\", t.\"deciderSeenAt\" IS NOT NULL,"      \
+	" t.\"endedAt\" IS NOT NULL, t.\"scheduledAt\"::text,"                \
+	" t.\"endedAt\"::text"
+
+/*
+ * Three index paths, one statement: the frontier (partial frontier index;
+ * the predicate repeats the index's, so the planner can use it), the
+ * unprocessed (partial unprocessed index), and the latest reacted-to
+ * attempt of each reference the definition reads (identity index).
+ */
+DB_STMT(decide_load_tasks_stmt,
+	"SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
+	" WHERE t.\"workflowId\" = ANY($1::uuid[])"
+	" AND t.\"status\" NOT IN " SQL_TASK_TERMINAL " UNION ALL"
+	" SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
+	" WHERE t.\"workflowId\" = ANY($1::uuid[])"
+	" AND t.\"endedAt\" IS NOT NULL AND t.\"deciderSeenAt\" IS NULL"
+	" UNION ALL"
+	" SELECT * FROM (SELECT DISTINCT ON (t.\"workflowId\", t.\"refName\")" TASK_COLUMNS
+	" FROM \"TaskExecutions\" t"
+	" JOIN jsonb_to_recordset($2::jsonb) AS r(\"w\" uuid, \"ref\" text)"
+	" ON t.\"workflowId\" = r.\"w\" AND t.\"refName\" = r.\"ref\""
+	" WHERE t.\"deciderSeenAt\" IS NOT NULL"
+	" ORDER BY t.\"workflowId\", t.\"refName\", t.\"iteration\" DESC,"
+	" t.\"attempt\" DESC) latest");
+
+static struct loaded_execution *
+find_execution(struct decide_batch *b, const char *id)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (strcmp(b->items[i].id, id) == 0)
+			return &b->items[i];
+	return NULL;
+}
+
+bool
+decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
+		  struct err *e)
+{
+	if (b->n == 0)
+		return true;
+	struct strbuf ids = STRBUF_INIT;
+	json_t *pairs = json_array();
+	sb_putc(&ids, '{');
+	for (size_t i = 0; i < b->n; i++) {
+		sb_printf(&ids, "%s%s", i ? "," : "", b->items[i].id);
+		size_t k;
+		json_t *ref;
+		json_array_foreach (refs[i], k, ref) {
+			json_array_append_new(pairs, json_pack("{s:s,s:O}", "w",
+							       b->items[i].id,
+							       "ref", ref));
+		}
+	}
+	sb_putc(&ids, '}');
+	char *pairs_text = json_db_text(pairs);
+	json_decref(pairs);
+	const char *params[] = {sb_str(&ids), pairs_text};
+	PGresult *res = db_exec(db, &decide_load_tasks_stmt, 2, params, e);
+	sb_free(&ids);
+	free(pairs_text);
+	if (!res)
+		return false;
+
+	int n = PQntuples(res);
+	for (int i = 0; i < n; i++) {
+		struct loaded_execution *x =
+			find_execution(b, PQgetvalue(res, i, 1));
+		if (!x)
+			continue;
+		x->tasks = xrealloc(x->tasks,
+				    (x->n_tasks + 1) * sizeof(*x->tasks));
+		struct loaded_task *t = &x->tasks[x->n_tasks++];
+		memset(t, 0, sizeof(*t));
+		snprintf(t->id, sizeof(t->id), "%s", PQgetvalue(res, i, 0));
+		snprintf(t->workflow_id, sizeof(t->workflow_id), "%s",
+			 PQgetvalue(res, i, 1));
+		t->ref = xstrdup(PQgetvalue(res, i, 2));
+		t->task_def_name = xstrdup(PQgetvalue(res, i, 3));
+		t->task_type = xstrdup(PQgetvalue(res, i, 4));
+		t->iteration = atoi(PQgetvalue(res, i, 5));
+		t->attempt = atoi(PQgetvalue(res, i, 6));
+		t->status = xstrdup(PQgetvalue(res, i, 7));
+		t->input = parse_or_null(res, i, 8);
+		t->output = parse_or_null(res, i, 9);
+		t->reason = dup_or_null(res, i, 10);
+		t->seen = strcmp(PQgetvalue(res, i, 11), "t") == 0;
+		t->terminal = strcmp(PQgetvalue(res, i, 12), "t") == 0;
+		t->scheduled_at = xstrdup(PQgetvalue(res, i, 13));
+		t->ended_at = dup_or_null(res, i, 14);
+	}
+	PQclear(res);
+	return true;
+}
+
+static void
+task_free(struct loaded_task *t)
+{
+	free(t->ref);
+	free(t->task_def_name);
+	free(t->task_type);
+	free(t->status);
+	json_decref(t->input);
+	json_decref(t->output);
+	free(t->reason);
+	free(t->scheduled_at);
+	free(t->ended_at);
+}
+
+void
+decide_batch_free(struct decide_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct loaded_execution *x = &b->items[i];
+		free(x->ns_name);
+		free(x->status);
+		free(x->def_name);
+		json_decref(x->definition);
+		json_decref(x->input);
+		json_decref(x->variables);
+		free(x->correlation_id);
+		free(x->started_at);
+		for (size_t k = 0; k < x->n_tasks; k++)
+			task_free(&x->tasks[k]);
+		free(x->tasks);
+	}
+	free(b->items);
+	memset(b, 0, sizeof(*b));
+}
+
+bool
+decide_savepoint(struct db *db, struct err *e)
+{
+	return db_exec_script(db, "SAVEPOINT \"decide\"", e);
+}
+
+bool
+decide_release_savepoint(struct db *db, struct err *e)
+{
+	return db_exec_script(db, "RELEASE SAVEPOINT \"decide\"", e);
+}
+
+void
+decide_rollback_savepoint(struct db *db)
+{
+	struct err ignored = ERR_INIT;
+	(void)db_exec_script(db, "ROLLBACK TO SAVEPOINT \"decide\"", &ignored);
+}
+
+/*
+ * The version guard: the update applies only to the state the evaluation
+ * read.  It also takes the execution's row lock and advances its event
+ * counter by the decision's number of events, which is what numbers them.
+ */
+DB_STMT(decide_update_execution,
+	"UPDATE \"WorkflowExecutions\" e SET \"version\" = e.\"version\" + 1,"
+	" \"status\" = coalesce($3::jsonb->>'status', e.\"status\"),"
+	" \"output\" = CASE WHEN $3::jsonb ? 'output' THEN $3::jsonb->'output'"
+	"   ELSE e.\"output\" END,"
+	" \"variables\" = CASE WHEN $3::jsonb ? 'variables'"
+	"   THEN $3::jsonb->'variables' ELSE e.\"variables\" END,"
+	" \"reasonForIncompletion\" = coalesce($3::jsonb->>'reason',"
+	"   e.\"reasonForIncompletion\"),"
+	" \"failedTaskRef\" = coalesce($3::jsonb->>'failedRef',"
+	"   e.\"failedTaskRef\"),"
+	" \"endedAt\" = CASE WHEN $3::jsonb->>'status' IN ('COMPLETED',"
+	"   'FAILED', 'TIMED_OUT', 'TERMINATED') THEN now() ELSE e.\"endedAt\" END,"
+	" \"updatedAt\" = now(), \"eventSeq\" = e.\"eventSeq\" + $4::int"
+	" WHERE e.\"id\" = $1::uuid AND " SQL_EXEC_WINDOW(
+		"e", "$1::uuid") " AND e.\"version\" = $2::bigint"
+				 " RETURNING e.\"eventSeq\" - $4::int");
+
+DB_STMT(decide_write,
+	"WITH nt AS (INSERT INTO \"TaskExecutions\" (\"id\", \"workflowId\","
+	"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
+	"   \"iteration\", \"attempt\", \"status\", \"input\", \"queueName\","
+	"   \"startDelaySeconds\", \"scheduledAt\", \"updatedAt\")"
+	"   SELECT r.\"id\", $1::uuid, $2::uuid, r.\"refName\", r.\"taskDefName\","
+	"   r.\"taskType\", r.\"iteration\", r.\"attempt\", 'SCHEDULED',"
+	"   coalesce(r.\"input\", '{}'), r.\"queueName\","
+	"   coalesce(r.\"delaySeconds\", 0), now(), now()"
+	"   FROM jsonb_to_recordset($3::jsonb) AS r(\"id\" uuid, \"refName\" text,"
+	"   \"taskDefName\" text, \"taskType\" text, \"iteration\" int,"
+	"   \"attempt\" int, \"input\" jsonb, \"queueName\" text,"
+	"   \"delaySeconds\" int)"
+	"   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"
+	"   DO NOTHING"
+	"   RETURNING \"id\", \"queueName\", \"taskType\", \"startDelaySeconds\"),"
+	" nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
+	"   \"workflowId\", \"namespaceId\", \"taskType\", \"priority\","
+	"   \"leaseExpiresAt\")"
+	"   SELECT nt.\"queueName\", nt.\"id\", $1::uuid, $2::uuid, nt.\"taskType\","
+	"   $6::int, CASE WHEN nt.\"startDelaySeconds\" > 0 THEN now() +"
+	"   make_interval(secs => nt.\"startDelaySeconds\") END"
+	"   FROM nt WHERE nt.\"queueName\" IS NOT NULL),"
+	" s AS (UPDATE \"TaskExecutions\" t SET \"deciderSeenAt\" = now()"
+	"   WHERE t.\"workflowId\" = $1::uuid AND t.\"id\" IN"
+	"   (SELECT jsonb_array_elements_text($4::jsonb)::uuid)),"
+	" cx AS (UPDATE \"TaskExecutions\" t SET \"status\" = 'CANCELED',"
+	"   \"endedAt\" = now(), \"deciderSeenAt\" = now(), \"updatedAt\" = now()"
+	"   WHERE t.\"workflowId\" = $1::uuid AND t.\"id\" IN"
+	"   (SELECT jsonb_array_elements_text($7::jsonb)::uuid)"
+	"   AND t.\"status\" NOT IN " SQL_TASK_TERMINAL
+	"   RETURNING t.\"id\", t.\"queueName\"),"
+	" cq AS (DELETE FROM \"TaskQueues\" q USING cx"
+	"   WHERE q.\"queueName\" = cx.\"queueName\" AND q.\"taskId\" = cx.\"id\"),"
+	" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+	"   \"seq\", \"type\", \"taskId\", \"data\")"
+	"   SELECT $1::uuid, $2::uuid, r.\"seq\", r.\"type\", r.\"taskId\","
+	"   coalesce(r.\"data\", '{}') FROM jsonb_to_recordset($5::jsonb)"
+	"   AS r(\"seq\" bigint, \"type\" text, \"taskId\" uuid, \"data\" jsonb)),"
+	" dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = $1::uuid)"
+	" SELECT (SELECT count(*) FROM nt), (SELECT count(*) FROM cx)");
+
+bool
+decide_apply(struct db *db, const struct loaded_execution *x,
+	     const struct decide_rows *rows, bool *applied, struct err *e)
+{
+	char version[24], nev[16], prio[16];
+	snprintf(version, sizeof(version), "%" PRId64, x->version);
+	snprintf(nev, sizeof(nev), "%zu", json_array_size(rows->events));
+	snprintf(prio, sizeof(prio), "%d", x->priority);
+	json_t *empty = json_object();
+	char *update_text = json_db_text(rows->update ? rows->update : empty);
+	json_decref(empty);
+	const char *uparams[] = {x->id, version, update_text, nev};
+	PGresult *res = db_exec(db, &decide_update_execution, 4, uparams, e);
+	free(update_text);
+	if (!res)
+		return false;
+	*applied = PQntuples(res) == 1;
+	if (!*applied) {
+		PQclear(res);
+		return true;
+	}
+	int64_t base = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+
+	/* Number the events on from the counter's old value. */
+	json_t *numbered = json_array();
+	size_t i;
+	json_t *ev;
+	json_array_foreach (rows->events, i, ev) {
+		json_t *copy = json_copy(ev);
+		json_object_set_new(copy, "seq",
+				    json_integer(base + (json_int_t)i + 1));
+		json_array_append_new(numbered, copy);
+	}
+	char *tasks_text = json_db_text(rows->tasks);
+	char *seen_text = json_db_text(rows->seen);
+	char *events_text = json_db_text(numbered);
+	char *cancel_text = json_db_text(rows->cancel);
+	const char *wparams[] = {x->id,       x->ns_id, tasks_text, seen_text,
+				 events_text, prio,     cancel_text};
+	res = db_exec(db, &decide_write, 7, wparams, e);
+	free(tasks_text);
+	free(seen_text);
+	free(events_text);
+	free(cancel_text);
+	json_decref(numbered);
+	PQclear(res);
+	return res != NULL;
+}
+
+DB_STMT(decide_postpone_stmt,
+	"UPDATE \"DecideQueues\" SET \"enqueuedAt\" = now() +"
+	" make_interval(secs => $2::float8 / 1000), \"reason\" = $3"
+	" WHERE \"workflowId\" = $1::uuid");
+
+bool
+decide_postpone(struct db *db, const char *workflow_id, int delay_ms,
+		const char *reason, struct err *e)
+{
+	char ms[16];
+	snprintf(ms, sizeof(ms), "%d", delay_ms);
+	const char *params[] = {workflow_id, ms, reason};
+	return db_run(db, &decide_postpone_stmt, 3, params, e);
+}
+
+DB_STMT(decide_recent_retries_stmt,
+	"SELECT count(*) FROM (SELECT 1 FROM \"TaskExecutions\""
+	" WHERE \"namespaceId\" = $1::uuid AND \"taskDefName\" = $2"
+	" AND \"scheduledAt\" > now() - interval '60 seconds'"
+	" AND \"attempt\" > 0 LIMIT $3::int) r");
+
+bool
+decide_recent_retries(struct db *db, const char *ns_id, const char *task_def,
+		      int cap, int *count, struct err *e)
+{
+	char c[16];
+	snprintf(c, sizeof(c), "%d", cap);
+	const char *params[] = {ns_id, task_def, c};
+	PGresult *res = db_exec(db, &decide_recent_retries_stmt, 3, params, e);
+	if (!res)
+		return false;
+	*count = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return true;
+}
+
+struct db_stmt *const decide_repo_stmts[] = {
+	&decide_claim_stmt,
+	&decide_load_executions,
+	&decide_dequeue_stmt,
+	&decide_load_tasks_stmt,
+	&decide_update_execution,
+	&decide_write,
+	&decide_postpone_stmt,
+	&decide_recent_retries_stmt,
+	NULL,
+};

@@ -1,0 +1,130 @@
+/*
+ * decide_repo — the decider's side of the database: claiming workflows
+ * that need an evaluation, loading what an evaluation reads, and applying
+ * what it decided.
+ *
+ * A batch is one transaction: decide_claim locks up to n "DecideQueues"
+ * rows with FOR UPDATE SKIP LOCKED (so replicas share the work and never
+ * evaluate one workflow twice at once) and holds them until commit.  A
+ * result that arrives for a claimed workflow upserts its "DecideQueues" row
+ * and so waits for that commit, then enqueues a fresh evaluation: it is
+ * never lost.  Each workflow is applied under its own savepoint, so one
+ * that fails does not undo the others of its batch.
+ *
+ * What an evaluation loads is bounded by in-flight work, not by history:
+ * the execution, its frontier (non-terminal tasks, the partial frontier
+ * index), its unprocessed tasks (terminal, not yet reacted to: the partial
+ * unprocessed index), and the latest attempt of each task reference the
+ * definition's expressions read (the identity index).
+ *
+ * Threads: one connection per decider thread.  Ownership: loaded rows are
+ * the caller's (decide_batch_free).  Failure: false with e set; the caller
+ * rolls back the batch.
+ */
+#ifndef NF_STORE_DECIDE_REPO_H
+#define NF_STORE_DECIDE_REPO_H
+
+#include "util/err.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct db;
+
+struct loaded_task {
+	char id[37];
+	char workflow_id[37];
+	char *ref;
+	char *task_def_name;
+	char *task_type;
+	int iteration;
+	int attempt;
+	char *status;
+	json_t *input;
+	json_t *output;
+	char *reason;
+	bool seen;          /* "deciderSeenAt" is set */
+	bool terminal;      /* "endedAt" is set */
+	char *scheduled_at; /* text */
+	char *ended_at;
+};
+
+struct loaded_execution {
+	char id[37];
+	char ns_id[37];
+	char *ns_name;
+	char *status;
+	int64_t version;
+	char *def_name;
+	int def_version;
+	json_t *definition; /* snapshot, or NULL */
+	json_t *input;
+	json_t *variables;
+	char *correlation_id;
+	int priority;
+	char *started_at;
+	struct loaded_task *tasks; /* see decide_load_tasks */
+	size_t n_tasks;
+};
+
+struct decide_batch {
+	struct loaded_execution *items;
+	size_t n;
+};
+
+/* Claims up to limit workflows due for evaluation and loads their
+ * executions.  Must run inside the caller's transaction. */
+bool decide_claim(struct db *db, int limit, struct decide_batch *out,
+		  struct err *e);
+
+/* Loads each execution's frontier, unprocessed tasks and the latest attempt
+ * of the references in refs[i] (a JSON array of names per execution). */
+bool decide_load_tasks(struct db *db, struct decide_batch *b,
+		       json_t *const *refs, struct err *e);
+
+void decide_batch_free(struct decide_batch *b);
+
+bool decide_savepoint(struct db *db, struct err *e);
+bool decide_release_savepoint(struct db *db, struct err *e);
+void decide_rollback_savepoint(struct db *db);
+
+/* What one evaluation writes.  All members are JSON arrays (possibly
+ * empty) except `update`. */
+struct decide_rows {
+	/* The execution's new state: {"status", "output", "reason",
+	 * "failedRef", "variables"}, absent members unchanged; NULL when only
+	 * tasks change. */
+	const json_t *update;
+	/* Rows for "TaskExecutions": {id, refName, taskDefName, taskType,
+	 * iteration, attempt, input, queueName, delaySeconds}; each with a
+	 * queueName also gets its "TaskQueues" row. */
+	const json_t *tasks;
+	const json_t *seen;   /* ids of the terminal tasks reacted to */
+	const json_t *cancel; /* ids of open tasks to cancel (and dequeue) */
+	const json_t *events; /* {type, taskId, data}, numbered here */
+};
+
+/*
+ * Applies one evaluation's decision, guarded by the version read at load:
+ * *applied is false (and nothing is written) when the execution changed
+ * since.  Also removes the workflow's "DecideQueues" row.
+ */
+bool decide_apply(struct db *db, const struct loaded_execution *x,
+		  const struct decide_rows *rows, bool *applied, struct err *e);
+
+/* Done with the workflow without any change: forget its queue row. */
+bool decide_dequeue(struct db *db, const char *workflow_id, struct err *e);
+
+/* Evaluation failed: leave it queued, due again after delay_ms. */
+bool decide_postpone(struct db *db, const char *workflow_id, int delay_ms,
+		     const char *reason, struct err *e);
+
+/* Retries of task_def scheduled in the last 60 s, counted up to cap (the
+ * retry-budget check, on "TaskExecutions_recent_by_def_idx"). */
+bool decide_recent_retries(struct db *db, const char *ns_id,
+			   const char *task_def, int cap, int *count,
+			   struct err *e);
+
+#endif

@@ -1,0 +1,272 @@
+#include "store/executions_repo.h"
+
+#include "store/sql.h"
+#include "store/sqlfrag.h"
+#include "util/mem.h"
+#include "util/strbuf.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * The id and "startedAt" come from the same statement, which is what lets
+ * every later lookup by id bound "startedAt" (SQL_EXEC_WINDOW).  The event
+ * is seq 1 and the counter starts there: nobody else can write events of an
+ * execution that does not exist yet.
+ */
+DB_STMT(exec_start_stmt,
+	"WITH ids AS (SELECT uuidv7() AS \"id\", now() AS \"at\"),"
+	" k AS (INSERT INTO \"IdempotencyKeys\""
+	"   (\"namespaceId\", \"key\", \"workflowId\", \"startedAt\")"
+	"   SELECT $1::uuid, $9, ids.\"id\", ids.\"at\" FROM ids"
+	"   WHERE $9::text IS NOT NULL"
+	"   ON CONFLICT DO NOTHING RETURNING \"workflowId\"),"
+	" go AS (SELECT ids.\"id\", ids.\"at\" FROM ids"
+	"   WHERE $9::text IS NULL OR EXISTS (SELECT 1 FROM k)),"
+	" w AS (INSERT INTO \"WorkflowExecutions\" (\"id\", \"namespaceId\","
+	"   \"defName\", \"defVersion\", \"definition\", \"status\", \"input\","
+	"   \"variables\", \"correlationId\", \"idempotencyKey\", \"priority\","
+	"   \"parentWorkflowId\", \"parentTaskId\", \"eventSeq\", \"startedAt\","
+	"   \"updatedAt\")"
+	"   SELECT go.\"id\", $1::uuid, $2, $3::int, $4::jsonb, 'RUNNING',"
+	"   $5::jsonb, $6::jsonb, $7, $9, $8::int, $10::uuid, $11::uuid, 1,"
+	"   go.\"at\", go.\"at\" FROM go"
+	"   RETURNING \"id\", \"namespaceId\", \"startedAt\"),"
+	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+	"   \"reason\") SELECT \"id\", \"namespaceId\", 'start' FROM w),"
+	" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+	"   \"seq\", \"type\", \"data\", \"at\")"
+	"   SELECT \"id\", \"namespaceId\", 1, 'WORKFLOW_STARTED',"
+	"   jsonb_build_object('name', $2::text, 'version', $3::int,"
+	"   'correlationId', $7::text), \"startedAt\" FROM w)"
+	" SELECT \"id\"::text FROM w");
+
+DB_STMT(exec_idempotent_existing,
+	"SELECT \"workflowId\"::text FROM \"IdempotencyKeys\""
+	" WHERE \"namespaceId\" = $1::uuid AND \"key\" = $2");
+
+bool
+exec_start(struct db *db, const struct exec_start *s, char id_out[37],
+	   bool *created, struct err *e)
+{
+	char version[16], priority[16];
+	snprintf(version, sizeof(version), "%d", s->def_version);
+	snprintf(priority, sizeof(priority), "%d", s->priority);
+	const char *params[] = {
+		s->ns_id,
+		s->def_name,
+		version,
+		s->definition,
+		s->input,
+		s->variables,
+		s->correlation_id,
+		priority,
+		s->idempotency_key,
+		s->parent_workflow_id,
+		s->parent_task_id,
+	};
+	PGresult *res = db_exec(db, &exec_start_stmt, 11, params, e);
+	if (!res)
+		return false;
+	*created = PQntuples(res) == 1;
+	if (*created)
+		snprintf(id_out, 37, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	if (*created)
+		return true;
+	/* The key existed: a new statement sees the committed owner. */
+	const char *kparams[] = {s->ns_id, s->idempotency_key};
+	res = db_exec(db, &exec_idempotent_existing, 2, kparams, e);
+	if (!res)
+		return false;
+	bool found = PQntuples(res) == 1;
+	if (found)
+		snprintf(id_out, 37, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	if (!found)
+		err_set(e, ERR_CONFLICT,
+			"idempotency key \"%.80s\" is being used by a start that "
+			"has not finished",
+			s->idempotency_key);
+	return found;
+}
+
+#define TASK_JSON(t)                                                           \
+	"jsonb_build_object('id', " t ".\"id\", 'refName', " t ".\"refName\"," \
+	" 'taskDefName', " t ".\"taskDefName\", 'taskType', " t                \
+	".\"taskType\","                                                       \
+	" 'iteration', " t ".\"iteration\", 'attempt', " t ".\"attempt\","     \
+	" 'status', " t ".\"status\", 'input', " t ".\"input\", 'output', " t  \
+	".\"output\", 'reason', " t                                            \
+	".\"reasonForIncompletion\", 'workerId', " t                           \
+	".\"workerId\", 'queueName', " t ".\"queueName\", 'pollCount', " t     \
+	".\"pollCount\", 'scheduledAt', " t                                    \
+	".\"scheduledAt\", 'startedAt', " t ".\"startedAt\", 'endedAt', " t    \
+	".\"endedAt\", 'updatedAt', " t ".\"updatedAt\")"
+
+#define EXEC_JSON(x)                                                         \
+	"jsonb_build_object('id', " x ".\"id\", 'name', " x ".\"defName\","  \
+	" 'version', " x ".\"defVersion\", 'status', " x ".\"status\","      \
+	" 'input', " x ".\"input\", 'output', " x                            \
+	".\"output\", 'variables', " x ".\"variables\", 'correlationId', " x \
+	".\"correlationId\","                                                \
+	" 'idempotencyKey', " x ".\"idempotencyKey\", 'priority', " x        \
+	".\"priority\", 'parentWorkflowId', " x ".\"parentWorkflowId\","     \
+	" 'reason', " x ".\"reasonForIncompletion\", 'startedAt', " x        \
+	".\"startedAt\", 'updatedAt', " x ".\"updatedAt\", 'endedAt', " x    \
+	".\"endedAt\")"
+
+DB_STMT(exec_get_stmt,
+	"SELECT (" EXEC_JSON(
+		"e") " || CASE WHEN $3::bool THEN"
+		     " jsonb_build_object('tasks', coalesce((SELECT jsonb_agg(" TASK_JSON(
+			     "t") " ORDER BY t.\"scheduledAt\", t.\"id\")"
+				  " FROM \"TaskExecutions\" t WHERE t.\"workflowId\" = e.\"id\"), '[]'))"
+				  " ELSE '{}'::jsonb END)::text"
+				  " FROM \"WorkflowExecutions\" e"
+				  " WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+					  "e", "$2::uuid"));
+
+bool
+exec_get_json(struct db *db, const char *ns_id, const char *id,
+	      bool include_tasks, char **json_out, struct err *e)
+{
+	const char *params[] = {ns_id, id, include_tasks ? "true" : "false"};
+	PGresult *res = db_exec(db, &exec_get_stmt, 3, params, e);
+	if (!res)
+		return false;
+	bool found = PQntuples(res) == 1;
+	if (found)
+		*json_out = xstrdup(PQgetvalue(res, 0, 0));
+	else
+		err_set(e, ERR_NOT_FOUND, "workflow %s not found", id);
+	PQclear(res);
+	return found;
+}
+
+/*
+ * Keyset pagination on ("startedAt", "id"), newest first, never OFFSET:
+ * offsets skip and repeat rows of a table that takes inserts, and cost more
+ * on every page.  The cursor is "startedAt"::text at full precision, and
+ * both sides of the comparison are cast explicitly: a cursor rounded to
+ * milliseconds sorts before its own row and skips every row sharing that
+ * millisecond; a comparison left to inference may compare as text.
+ * Optional filters are written "$n IS NULL OR …"; the statement runs with
+ * plan_cache_mode = force_custom_plan so each call is planned with its
+ * values and picks the index that fits them.
+ */
+DB_STMT(exec_list_stmt,
+	"SELECT (" EXEC_JSON(
+		"e") ")::text, e.\"startedAt\"::text, e.\"id\"::text"
+		     " FROM \"WorkflowExecutions\" e"
+		     " WHERE e.\"namespaceId\" = $1::uuid"
+		     " AND ($2::jsonb IS NULL OR e.\"status\" IN"
+		     "      (SELECT jsonb_array_elements_text($2::jsonb)))"
+		     " AND ($3::text IS NULL OR e.\"defName\" = $3::text)"
+		     " AND ($4::text IS NULL OR e.\"correlationId\" = $4::text)"
+		     " AND ($5::timestamptz IS NULL OR e.\"startedAt\" >= $5::timestamptz)"
+		     " AND ($6::timestamptz IS NULL OR e.\"startedAt\" < $6::timestamptz)"
+		     " AND ($7::jsonb IS NULL OR e.\"input\" @> $7::jsonb)"
+		     " AND ($8::jsonb IS NULL OR e.\"output\" @> $8::jsonb)"
+		     " AND ($9::timestamptz IS NULL OR (e.\"startedAt\", e.\"id\")"
+		     "      < ($9::timestamptz, $10::uuid))"
+		     " ORDER BY e.\"startedAt\" DESC, e.\"id\" DESC"
+		     " LIMIT $11::int");
+
+DB_STMT(exec_custom_plans,
+	"SELECT set_config('plan_cache_mode', 'force_custom_plan', true)");
+
+bool
+exec_list_json(struct db *db, const char *ns_id, const struct exec_filter *f,
+	       char **json_out, char **next_started_at, char **next_id,
+	       struct err *e)
+{
+	char limit[16];
+	snprintf(limit, sizeof(limit), "%d", f->limit + 1);
+	const char *params[] = {
+		ns_id,
+		f->statuses,
+		f->def_name,
+		f->correlation_id,
+		f->started_after,
+		f->started_before,
+		f->input_contains,
+		f->output_contains,
+		f->after_started_at,
+		f->after_id,
+		limit,
+	};
+	*next_started_at = *next_id = NULL;
+	PGresult *res = NULL;
+	bool ok = db_begin(db, e) &&
+		  db_run(db, &exec_custom_plans, 0, NULL, e) &&
+		  (res = db_exec(db, &exec_list_stmt, 11, params, e)) != NULL;
+	if (!ok) {
+		db_rollback(db);
+		return false;
+	}
+	int n = PQntuples(res);
+	int shown = n > f->limit ? f->limit : n;
+	struct strbuf sb = STRBUF_INIT;
+	sb_putc(&sb, '[');
+	for (int i = 0; i < shown; i++) {
+		if (i)
+			sb_putc(&sb, ',');
+		sb_puts(&sb, PQgetvalue(res, i, 0));
+	}
+	sb_putc(&sb, ']');
+	if (n > f->limit && shown > 0) {
+		*next_started_at = xstrdup(PQgetvalue(res, shown - 1, 1));
+		*next_id = xstrdup(PQgetvalue(res, shown - 1, 2));
+	}
+	PQclear(res);
+	*json_out = sb_steal(&sb);
+	db_rollback(db); /* read-only: nothing to commit */
+	return true;
+}
+
+DB_STMT(exec_events_stmt,
+	"SELECT coalesce(jsonb_agg(jsonb_build_object('seq', v.\"seq\","
+	" 'type', v.\"type\", 'taskId', v.\"taskId\", 'data', v.\"data\","
+	" 'at', v.\"at\") ORDER BY v.\"seq\"), '[]')::text,"
+	" (SELECT count(*) FROM \"WorkflowExecutions\" e"
+	"  WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+		"e",
+		"$2::uuid") ")"
+			    " FROM (SELECT * FROM \"WorkflowEvents\" ev"
+			    "  WHERE ev.\"workflowId\" = $2::uuid AND ev.\"namespaceId\" = $1::uuid"
+			    "  AND ev.\"seq\" > $3::bigint AND " SQL_EVENT_WINDOW(
+				    "ev",
+				    "$2::uuid") "  ORDER BY ev.\"seq\" LIMIT $4::int) v");
+
+bool
+exec_events_json(struct db *db, const char *ns_id, const char *id,
+		 int64_t after_seq, int limit, char **json_out, struct err *e)
+{
+	char after[24], lim[16];
+	snprintf(after, sizeof(after), "%" PRId64, after_seq);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	const char *params[] = {ns_id, id, after, lim};
+	PGresult *res = db_exec(db, &exec_events_stmt, 4, params, e);
+	if (!res)
+		return false;
+	bool found = strcmp(PQgetvalue(res, 0, 1), "0") != 0;
+	if (found)
+		*json_out = xstrdup(PQgetvalue(res, 0, 0));
+	else
+		err_set(e, ERR_NOT_FOUND, "workflow %s not found", id);
+	PQclear(res);
+	return found;
+}
+
+struct db_stmt *const executions_repo_stmts[] = {
+	&exec_start_stmt,
+	&exec_idempotent_existing,
+	&exec_get_stmt,
+	&exec_list_stmt,
+	&exec_custom_plans,
+	&exec_events_stmt,
+	NULL,
+};

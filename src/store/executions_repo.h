@@ -1,0 +1,76 @@
+/*
+ * executions_repo — workflow executions: starting one, reading one with its
+ * tasks, the keyset-paginated list, and the history of events.
+ *
+ * Reads are shaped into JSON by PostgreSQL itself (jsonb_build_object), so
+ * an execution travels from the table to the HTTP response as text, with
+ * timestamps at full microsecond precision.
+ *
+ * Threads: callers bring their own connection.  Ownership: strings returned
+ * through char ** are the caller's (free).  Failure: false with e set;
+ * ERR_NOT_FOUND when the execution does not exist in that namespace.
+ */
+#ifndef NF_STORE_EXECUTIONS_REPO_H
+#define NF_STORE_EXECUTIONS_REPO_H
+
+#include "util/err.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct db;
+
+struct exec_start {
+	const char *ns_id;
+	const char *def_name;
+	int def_version;
+	const char *definition; /* JSON snapshot, or NULL: the registered one */
+	const char *input;      /* JSON text, through the json funnel */
+	const char *variables;  /* JSON text */
+	const char *correlation_id;  /* may be NULL */
+	const char *idempotency_key; /* may be NULL */
+	int priority;
+	const char *parent_workflow_id; /* may be NULL */
+	const char *parent_task_id;     /* may be NULL */
+};
+
+/*
+ * One statement, so one transaction: the execution, its idempotency key
+ * (INSERT … ON CONFLICT DO NOTHING: the key's table is unpartitioned, so
+ * its primary key really constrains), its first "DecideQueues" row and its
+ * first event.  When the key already exists nothing is written, *created is
+ * false and id_out is the existing execution's id.
+ */
+bool exec_start(struct db *db, const struct exec_start *s, char id_out[37],
+		bool *created, struct err *e);
+
+/* The execution as JSON (with "tasks" when include_tasks). */
+bool exec_get_json(struct db *db, const char *ns_id, const char *id,
+		   bool include_tasks, char **json_out, struct err *e);
+
+struct exec_filter {
+	const char *statuses; /* JSON array of statuses, or NULL */
+	const char *def_name;
+	const char *correlation_id;
+	const char *started_after;  /* timestamptz text, inclusive */
+	const char *started_before; /* timestamptz text, exclusive */
+	const char *input_contains; /* JSON object for @>, or NULL */
+	const char *output_contains;
+	/* Keyset cursor: the last row of the previous page. */
+	const char *after_started_at; /* "startedAt"::text, full precision */
+	const char *after_id;
+	int limit;
+};
+
+/* A page, newest first, as a JSON array; *next_started_at and *next_id are set
+ * (malloc'd) when there is a further page, else NULL. */
+bool exec_list_json(struct db *db, const char *ns_id,
+		    const struct exec_filter *f, char **json_out,
+		    char **next_started_at, char **next_id, struct err *e);
+
+/* Events with seq > after_seq, in order, at most limit, as a JSON array. */
+bool exec_events_json(struct db *db, const char *ns_id, const char *id,
+		      int64_t after_seq, int limit, char **json_out,
+		      struct err *e);
+
+#endif

@@ -1,0 +1,268 @@
+#include "store/queue_repo.h"
+
+#include "store/sql.h"
+#include "store/sqlfrag.h"
+#include "util/mem.h"
+#include "util/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Events of one statement: rows of t (each a task of some workflow) become
+ * events numbered from their execution's counter.  The counter is advanced
+ * by the number of the statement's events of that execution, under the
+ * execution's row lock, so numbers are gap-free per workflow.
+ */
+#define EVENTS_FROM(src, type, data)                                                                           \
+	" g AS (SELECT \"workflowId\", count(*) AS n FROM " src                                                \
+	"   GROUP BY \"workflowId\"),"                                                                         \
+	" w AS (UPDATE \"WorkflowExecutions\" e"                                                               \
+	"   SET \"eventSeq\" = e.\"eventSeq\" + g.n FROM g"                                                    \
+	"   WHERE e.\"id\" = g.\"workflowId\" AND " SQL_EXEC_WINDOW(                                           \
+		"e",                                                                                           \
+		"g.\"workflowId\"") " RETURNING e.\"id\", e.\"namespaceId\","                                  \
+				    "   e.\"eventSeq\" - g.n AS base),"                                        \
+				    " ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\"," \
+				    "   \"seq\", \"type\", \"taskId\", \"data\")"                              \
+				    "   SELECT w.\"id\", w.\"namespaceId\", w.base + row_number() OVER"        \
+				    "   (PARTITION BY s.\"workflowId\" ORDER BY s.\"id\"), " type              \
+				    ","                                                                        \
+				    "   s.\"id\", " data " FROM " src                                          \
+				    " s JOIN w ON w.\"id\" ="                                                  \
+				    "   s.\"workflowId\")"
+
+DB_STMT(queue_lease_stmt,
+	"WITH c AS (SELECT q.\"queueName\", q.\"id\" FROM \"TaskQueues\" q"
+	"   WHERE q.\"queueName\" = $1 AND q.\"leaseExpiresAt\" IS NULL"
+	"   ORDER BY q.\"priority\" DESC, q.\"id\""
+	"   LIMIT $2::int FOR UPDATE SKIP LOCKED),"
+	" l AS (UPDATE \"TaskQueues\" q SET \"leaseExpiresAt\" = now() +"
+	"   make_interval(secs => $3::float8), \"leasedBy\" = $4,"
+	"   \"leaseCount\" = q.\"leaseCount\" + 1 FROM c"
+	"   WHERE q.\"queueName\" = $1 AND q.\"queueName\" = c.\"queueName\""
+	"   AND q.\"id\" = c.\"id\""
+	"   RETURNING q.\"taskId\", q.\"workflowId\", q.\"leaseExpiresAt\"),"
+	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'IN_PROGRESS',"
+	"   \"startedAt\" = coalesce(te.\"startedAt\", now()), \"workerId\" = $4,"
+	"   \"pollCount\" = te.\"pollCount\" + 1, \"updatedAt\" = now() FROM l"
+	"   WHERE te.\"workflowId\" = l.\"workflowId\" AND te.\"id\" = l.\"taskId\""
+	"   RETURNING te.\"id\", te.\"workflowId\", te.\"refName\","
+	"   te.\"taskDefName\", te.\"iteration\", te.\"attempt\", te.\"input\","
+	"   l.\"leaseExpiresAt\")," EVENTS_FROM(
+		"t", "'TASK_STARTED'",
+		"jsonb_build_object('workerId', $4::text)") " SELECT coalesce(jsonb_agg(jsonb_build_object('id', t.\"id\","
+							    " 'workflowId', t.\"workflowId\", 'refName', t.\"refName\","
+							    " 'taskDefName', t.\"taskDefName\", 'iteration', t.\"iteration\","
+							    " 'attempt', t.\"attempt\", 'input', t.\"input\", 'leaseExpiresAt',"
+							    " t.\"leaseExpiresAt\") ORDER BY t.\"id\"), '[]')::text, count(*)"
+							    " FROM t");
+
+bool
+queue_lease(struct db *db, const char *queue, const char *worker, int count,
+	    double lease_seconds, char **json_out, size_t *n, struct err *e)
+{
+	char cnt[16], secs[32];
+	snprintf(cnt, sizeof(cnt), "%d", count);
+	snprintf(secs, sizeof(secs), "%.3f", lease_seconds);
+	const char *params[] = {queue, cnt, secs, worker};
+	PGresult *res = db_exec(db, &queue_lease_stmt, 4, params, e);
+	if (!res)
+		return false;
+	*json_out = xstrdup(PQgetvalue(res, 0, 0));
+	*n = (size_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
+	PQclear(res);
+	return true;
+}
+
+/*
+ * The locks are taken in the order every writer of a workflow uses: queue
+ * row, task, "DecideQueues", execution.  The evaluation holds its
+ * "DecideQueues" row from claim to commit, so a result arriving meanwhile
+ * waits on it and enqueues a fresh evaluation once that one has committed.
+ */
+DB_STMT(queue_result_stmt,
+	"WITH l AS (SELECT q.\"workflowId\" FROM \"TaskQueues\" q"
+	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = $2::uuid"
+	"   AND q.\"leasedBy\" = $3 FOR UPDATE),"
+	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = $4,"
+	"   \"output\" = $5::jsonb, \"reasonForIncompletion\" = $6,"
+	"   \"endedAt\" = now(), \"updatedAt\" = now() FROM l"
+	"   WHERE te.\"workflowId\" = l.\"workflowId\" AND te.\"id\" = $2::uuid"
+	"   AND te.\"status\" IN ('SCHEDULED', 'IN_PROGRESS')"
+	"   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\"),"
+	" q AS (DELETE FROM \"TaskQueues\" q USING t"
+	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = t.\"id\"),"
+	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+	"   \"reason\") SELECT \"workflowId\", \"namespaceId\", 'task' FROM t"
+	"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
+	"   EXCLUDED.\"reason\", \"enqueuedAt\" = LEAST("
+	"   \"DecideQueues\".\"enqueuedAt\", EXCLUDED.\"enqueuedAt\")"
+	"   RETURNING \"workflowId\"),"
+	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+		"td", "'TASK_' || $4::text",
+		"jsonb_build_object('workerId', $3::text, 'reason', $6::text)") " SELECT (SELECT count(*) FROM l), (SELECT count(*) FROM t)");
+
+static const char *const result_names[] = {
+	[RESULT_COMPLETED] = "COMPLETED",
+	[RESULT_FAILED] = "FAILED",
+	[RESULT_FAILED_WITH_TERMINAL_ERROR] = "FAILED_WITH_TERMINAL_ERROR",
+};
+
+bool
+queue_result(struct db *db, const char *queue, const char *task_id,
+	     const char *worker, enum task_result_status status,
+	     const char *output, const char *reason, struct err *e)
+{
+	const char *params[] = {queue,  task_id, worker, result_names[status],
+				output, reason};
+	PGresult *res = db_exec(db, &queue_result_stmt, 6, params, e);
+	if (!res)
+		return false;
+	bool leased = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
+	bool updated = strcmp(PQgetvalue(res, 0, 1), "0") != 0;
+	PQclear(res);
+	if (!updated)
+		err_set(e, ERR_CONFLICT,
+			leased ? "task %s is already finished"
+			       : "task %s is not leased to worker %.80s on queue "
+				 "%.120s (its lease was lost or it does not exist)",
+			task_id, worker, queue);
+	return updated;
+}
+
+DB_STMT(queue_heartbeat_stmt,
+	"UPDATE \"TaskQueues\" SET \"leaseExpiresAt\" = now() +"
+	" make_interval(secs => $4::float8)"
+	" WHERE \"queueName\" = $1 AND \"taskId\" = $2::uuid AND \"leasedBy\" = $3"
+	" RETURNING \"leaseExpiresAt\"::text");
+
+bool
+queue_heartbeat(struct db *db, const char *queue, const char *task_id,
+		const char *worker, double lease_seconds, char **expires_out,
+		struct err *e)
+{
+	char secs[32];
+	snprintf(secs, sizeof(secs), "%.3f", lease_seconds);
+	const char *params[] = {queue, task_id, worker, secs};
+	PGresult *res = db_exec(db, &queue_heartbeat_stmt, 4, params, e);
+	if (!res)
+		return false;
+	bool ok = PQntuples(res) == 1;
+	if (ok && expires_out)
+		*expires_out = xstrdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	if (!ok)
+		err_set(e, ERR_CONFLICT,
+			"task %s is not leased to worker %.80s on queue %.120s",
+			task_id, worker, queue);
+	return ok;
+}
+
+/* Back to SCHEDULED, available after the delay (NULL: at once). */
+DB_STMT(queue_release_stmt,
+	"WITH q AS (UPDATE \"TaskQueues\" SET \"leasedBy\" = NULL,"
+	"   \"leaseExpiresAt\" = CASE WHEN $4::float8 > 0 THEN now() +"
+	"   make_interval(secs => $4::float8) END"
+	"   WHERE \"queueName\" = $1 AND \"taskId\" = $2::uuid"
+	"   AND \"leasedBy\" = $3 RETURNING \"workflowId\", \"taskId\"),"
+	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'SCHEDULED',"
+	"   \"callbackAfterSeconds\" = ceil($4::float8)::bigint,"
+	"   \"updatedAt\" = now() FROM q"
+	"   WHERE te.\"workflowId\" = q.\"workflowId\" AND te.\"id\" = q.\"taskId\""
+	"   RETURNING te.\"id\", te.\"workflowId\")," EVENTS_FROM(
+		"t", "'TASK_RELEASED'",
+		"jsonb_build_object('workerId', $3::text, 'delaySeconds',"
+		" $4::float8)") " SELECT count(*) FROM q");
+
+bool
+queue_release(struct db *db, const char *queue, const char *task_id,
+	      const char *worker, double delay_seconds, struct err *e)
+{
+	char secs[32];
+	snprintf(secs, sizeof(secs), "%.3f", delay_seconds);
+	const char *params[] = {queue, task_id, worker, secs};
+	PGresult *res = db_exec(db, &queue_release_stmt, 4, params, e);
+	if (!res)
+		return false;
+	bool ok = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
+	PQclear(res);
+	if (!ok)
+		err_set(e, ERR_CONFLICT,
+			"task %s is not leased to worker %.80s on queue %.120s",
+			task_id, worker, queue);
+	return ok;
+}
+
+DB_STMT(queue_sweep_deferred_stmt,
+	"WITH c AS (SELECT \"queueName\", \"id\" FROM \"TaskQueues\""
+	"   WHERE \"leaseExpiresAt\" <= now() AND \"leasedBy\" IS NULL"
+	"   ORDER BY \"leaseExpiresAt\" LIMIT $1::int FOR UPDATE SKIP LOCKED)"
+	" UPDATE \"TaskQueues\" q SET \"leaseExpiresAt\" = NULL FROM c"
+	" WHERE q.\"queueName\" = c.\"queueName\" AND q.\"id\" = c.\"id\"");
+
+bool
+queue_sweep_deferred(struct db *db, int limit, size_t *n, struct err *e)
+{
+	char lim[16];
+	snprintf(lim, sizeof(lim), "%d", limit);
+	const char *params[] = {lim};
+	PGresult *res = db_exec(db, &queue_sweep_deferred_stmt, 1, params, e);
+	if (!res)
+		return false;
+	*n = (size_t)strtoul(PQcmdTuples(res), NULL, 10);
+	PQclear(res);
+	return true;
+}
+
+/* A lease that ran out: the worker went silent past the task's
+ * responseTimeoutSeconds; the attempt times out and the decider decides
+ * (retry as a new attempt, or fail the workflow). */
+DB_STMT(queue_sweep_expired_stmt,
+	"WITH c AS (SELECT \"queueName\", \"id\", \"taskId\", \"workflowId\","
+	"   \"leasedBy\" FROM \"TaskQueues\""
+	"   WHERE \"leaseExpiresAt\" <= now() AND \"leasedBy\" IS NOT NULL"
+	"   ORDER BY \"leaseExpiresAt\" LIMIT $1::int FOR UPDATE SKIP LOCKED),"
+	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'TIMED_OUT',"
+	"   \"reasonForIncompletion\" = 'no result or heartbeat from worker ' ||"
+	"   c.\"leasedBy\" || ' before its lease ran out (responseTimeoutSeconds)',"
+	"   \"endedAt\" = now(), \"updatedAt\" = now() FROM c"
+	"   WHERE te.\"workflowId\" = c.\"workflowId\" AND te.\"id\" = c.\"taskId\""
+	"   AND te.\"status\" IN ('SCHEDULED', 'IN_PROGRESS')"
+	"   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\"),"
+	" q AS (DELETE FROM \"TaskQueues\" q USING c"
+	"   WHERE q.\"queueName\" = c.\"queueName\" AND q.\"id\" = c.\"id\"),"
+	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+	"   \"reason\") SELECT DISTINCT \"workflowId\", \"namespaceId\", 'timeout'"
+	"   FROM t ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
+	"   EXCLUDED.\"reason\", \"enqueuedAt\" = LEAST("
+	"   \"DecideQueues\".\"enqueuedAt\", EXCLUDED.\"enqueuedAt\")"
+	"   RETURNING \"workflowId\"),"
+	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+		"td", "'TASK_TIMED_OUT'",
+		"jsonb_build_object('reason', 'lease expired')") " SELECT count(*) FROM c");
+
+bool
+queue_sweep_expired(struct db *db, int limit, size_t *n, struct err *e)
+{
+	char lim[16];
+	snprintf(lim, sizeof(lim), "%d", limit);
+	const char *params[] = {lim};
+	PGresult *res = db_exec(db, &queue_sweep_expired_stmt, 1, params, e);
+	if (!res)
+		return false;
+	*n = (size_t)strtoul(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return true;
+}
+
+struct db_stmt *const queue_repo_stmts[] = {
+	&queue_lease_stmt,
+	&queue_result_stmt,
+	&queue_heartbeat_stmt,
+	&queue_release_stmt,
+	&queue_sweep_deferred_stmt,
+	&queue_sweep_expired_stmt,
+	NULL,
+};

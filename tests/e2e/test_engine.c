@@ -1,0 +1,1979 @@
+/*
+ * End-to-end tests of the engine core on the real nodeflow binary over
+ * HTTP: starting workflows, the decider inside the server, the worker API
+ * (poll, complete, fail, heartbeat, release, defer, batched results), the
+ * lease sweeper, the executions list, and a SIGKILL in the middle of work.
+ *
+ *   lifecycle    a three-task sequential workflow with expressions between
+ *                its tasks and outputParameters runs to COMPLETED with the
+ *                expected output; every task COMPLETED with its input
+ *                resolved from the previous output; the history is
+ *                gap-free, WORKFLOW_STARTED first, WORKFLOW_COMPLETED last.
+ *   retries      failed attempts become new attempts (the failed rows kept
+ *                with their reasons) until retryCount runs out, which fails
+ *                the workflow naming the task; a terminal failure is never
+ *                retried.
+ *   workers      eight competing workers: no task handed out twice, every
+ *                workflow completes.
+ *   idempotency  twenty concurrent starts with one key make one execution
+ *                (RETURN_EXISTING: one 201, the same id for all; FAIL: one
+ *                201, nineteen 409).
+ *   listing      keyset paging over rows sharing a millisecond returns each
+ *                exactly once in (startedAt DESC, id DESC) order; limit and
+ *                cursor validation.
+ *   leases       a worker without the lease gets 409 and changes nothing;
+ *                heartbeat extends the lease; release makes the task
+ *                pollable at once; defer hides it for its delay; a lease
+ *                that runs out times the attempt out and it is retried.
+ *   errors       bad input of every endpoint: its 4xx, a JSON error body,
+ *                and the engine tables unchanged.
+ *   crash        SIGKILL of the server in the middle of 300 workflows; a
+ *                new server on the same database finishes them all; no task
+ *                identity twice, every history gap-free.
+ *
+ * Every test gets its own database and server.  The server's output is
+ * drained by a thread (a full pipe would stall it) and kept for failure
+ * messages.  Worker threads never assert: they count what they saw and
+ * the test thread asserts on it.
+ */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+	DECIDE_TIMEOUT_MS = 10000, /* a next task or status shows up by then */
+	LOG_SIZE = 32768,
+};
+
+/* ----------------------------------------------------- per-test fixtures */
+
+/* A server and the thread draining its output. */
+struct server_slot {
+	struct th_server s;
+	pthread_t drain;
+	bool draining;
+	pthread_mutex_t mu;
+	char log[LOG_SIZE];
+	size_t len;
+};
+
+static struct th_db db;
+static struct server_slot slots[2];
+static struct th_server *srv; /* the one the test thread talks to */
+static PGconn *sql;
+
+static void *
+drain_main(void *arg)
+{
+	struct server_slot *slot = arg;
+	char buf[4096];
+	for (;;) {
+		ssize_t n = read(slot->s.proc.out_fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		pthread_mutex_lock(&slot->mu);
+		if (slot->len + (size_t)n >= LOG_SIZE) { /* keep the tail */
+			size_t keep = LOG_SIZE / 2;
+			memmove(slot->log, slot->log + slot->len - keep, keep);
+			slot->len = keep;
+		}
+		if ((size_t)n < LOG_SIZE - 1 - slot->len) {
+			memcpy(slot->log + slot->len, buf, (size_t)n);
+			slot->len += (size_t)n;
+		}
+		slot->log[slot->len] = '\0';
+		pthread_mutex_unlock(&slot->mu);
+	}
+	return NULL;
+}
+
+static void
+slot_start(struct server_slot *slot, const char *const *flags)
+{
+	th_server_start(&slot->s, db.url, flags);
+	pthread_mutex_init(&slot->mu, NULL);
+	slot->len = 0;
+	slot->log[0] = '\0';
+	cr_assert(pthread_create(&slot->drain, NULL, drain_main, slot) == 0);
+	slot->draining = true;
+}
+
+/* SIGKILL and reap; the drain thread then meets EOF. */
+static int
+slot_kill(struct server_slot *slot)
+{
+	int status = 0;
+	if (slot->s.proc.pid > 0) {
+		kill(slot->s.proc.pid, SIGKILL);
+		waitpid(slot->s.proc.pid, &status, 0);
+		slot->s.proc.pid = 0;
+	}
+	if (slot->draining) {
+		pthread_join(slot->drain, NULL);
+		slot->draining = false;
+		close(slot->s.proc.out_fd);
+	}
+	return status;
+}
+
+static void
+cleanup(void)
+{
+	if (sql) {
+		PQfinish(sql);
+		sql = NULL;
+	}
+	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
+		slot_kill(&slots[i]);
+	th_db_drop(&db);
+}
+
+TestSuite(lifecycle, .fini = cleanup);
+TestSuite(retries, .fini = cleanup);
+TestSuite(workers, .fini = cleanup);
+TestSuite(idempotency, .fini = cleanup);
+TestSuite(listing, .fini = cleanup);
+TestSuite(leases, .fini = cleanup);
+TestSuite(errors, .fini = cleanup);
+TestSuite(crash, .fini = cleanup);
+
+static void
+start(void)
+{
+	th_db_clone(&db);
+	slot_start(&slots[0], NULL);
+	srv = &slots[0].s;
+	sql = th_connect(db.url);
+}
+
+/* ---------------------------------------------------------- HTTP helpers */
+
+static char last_body[16384];
+
+/* Sends a request and checks its status; returns the parsed JSON body
+ * (NULL for an empty one). */
+static json_t *
+call(const char *method, const char *path, const char *body, long status)
+{
+	struct th_response r;
+	th_http(srv, method, path, body, body ? strlen(body) : 0, &r);
+	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
+		     path, r.status, status, r.body);
+	json_t *v = NULL;
+	if (r.body_len) {
+		cr_assert(strncmp(r.content_type, "application/json", 16) == 0,
+			  "%s %s: Content-Type %s", method, path,
+			  r.content_type);
+		json_error_t je;
+		v = json_loadb(r.body, r.body_len, 0, &je);
+		cr_assert_not_null(v, "%s %s: body is not JSON: %s", method,
+				   path, r.body);
+	}
+	th_response_free(&r);
+	return v;
+}
+
+static void
+call_ok(const char *method, const char *path, const char *body, long status)
+{
+	json_decref(call(method, path, body, status));
+}
+
+/* call() with a body packed by json_pack. */
+static json_t *
+callj(const char *method, const char *path, long status, json_t *body)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	json_t *v = call(method, path, text, status);
+	free(text);
+	return v;
+}
+
+static const char *
+str_at(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+	cr_assert(json_is_string(v), "\"%s\" is not a string: %s", key,
+		  last_body);
+	return json_string_value(v);
+}
+
+static long long
+int_at(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+	cr_assert(json_is_integer(v), "\"%s\" is not an integer: %s", key,
+		  last_body);
+	return json_integer_value(v);
+}
+
+static char *engine_digest(void);
+/* When set, every error_of() checks that the request changed nothing. */
+static char *unchanged_digest;
+
+/* An error answer: status, a JSON body {"error":{"code","message"}}.
+ * Returns the error object (a new reference). */
+static json_t *
+error_of(const char *method, const char *path, const char *body, long status,
+	 const char *code)
+{
+	json_t *v = call(method, path, body, status);
+	if (unchanged_digest) {
+		char *now = engine_digest();
+		cr_assert_str_eq(now, unchanged_digest,
+				 "%s %s (%s) changed the engine tables", method,
+				 path, body ? body : "");
+		free(now);
+	}
+	cr_assert_not_null(v, "%s %s: an error needs a body", method, path);
+	json_t *e = json_object_get(v, "error");
+	cr_assert(json_is_object(e), "%s %s: no error object: %s", method, path,
+		  last_body);
+	if (code)
+		cr_assert_str_eq(str_at(e, "code"), code, "%s %s: %s", method,
+				 path, last_body);
+	cr_assert_gt(strlen(str_at(e, "message")), 0);
+	json_incref(e);
+	json_decref(v);
+	return e;
+}
+
+static void
+expect_error(const char *method, const char *path, const char *body,
+	     long status, const char *code)
+{
+	json_decref(error_of(method, path, body, status, code));
+}
+
+static bool
+has_detail(const json_t *e, const char *path)
+{
+	const json_t *details = json_object_get(e, "details");
+	size_t i;
+	const json_t *d;
+	json_array_foreach (details, i, d) {
+		const char *p = json_string_value(json_object_get(d, "path"));
+		if (p && strcmp(p, path) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A 400 invalid_argument whose details name every path of at
+ * (NULL-terminated). */
+static void
+expect_invalid(const char *method, const char *path, const char *body,
+	       const char *const *at)
+{
+	json_t *e = error_of(method, path, body, 400, "invalid_argument");
+	for (size_t i = 0; at && at[i]; i++)
+		cr_assert(has_detail(e, at[i]), "%s %s: no detail at %s: %s",
+			  method, path, at[i], last_body);
+	json_decref(e);
+}
+
+/* ------------------------------------------------------- engine helpers */
+
+#define NS "/v1/ns/default"
+
+static void
+put_task_def(const char *name, int retry_count, int response_timeout)
+{
+	char path[256];
+	snprintf(path, sizeof(path), NS "/task-definitions/%s", name);
+	json_t *v =
+		callj("PUT", path, 201,
+		      json_pack("{s:s,s:i,s:s,s:i,s:i}", "name", name,
+				"retryCount", retry_count, "retryLogic",
+				"FIXED", "retryDelaySeconds", 0,
+				"responseTimeoutSeconds", response_timeout));
+	json_decref(v);
+}
+
+/* A one-task workflow named name whose task is task_name. */
+static void
+put_one_task_workflow(const char *name, const char *task_name)
+{
+	json_t *v =
+		callj("POST", NS "/workflow-definitions", 201,
+		      json_pack("{s:s,s:i,s:[{s:s,s:s,s:s,s:{s:s}}]}", "name",
+				name, "version", 1, "tasks", "name", task_name,
+				"taskReferenceName", "only", "type", "SIMPLE",
+				"inputParameters", "n", "${workflow.input.n}"));
+	json_decref(v);
+}
+
+/* Starts a workflow; returns its id (static buffer of the caller). */
+static void
+start_workflow(const char *name, json_t *input, char id[37])
+{
+	json_t *v = callj("POST", NS "/workflows", 201,
+			  json_pack("{s:s,s:o}", "name", name, "input", input));
+	snprintf(id, 37, "%s", str_at(v, "id"));
+	json_decref(v);
+}
+
+static json_t *
+get_workflow(const char *id)
+{
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s", id);
+	return call("GET", path, NULL, 200);
+}
+
+struct poll_probe {
+	const char *queue;
+	const char *worker;
+	int count;
+	json_t *tasks; /* the last non-empty answer */
+};
+
+static bool
+polled_something(void *arg)
+{
+	struct poll_probe *p = arg;
+	char path[256];
+	snprintf(path, sizeof(path), NS "/queues/%s/poll", p->queue);
+	json_t *v = callj("POST", path, 200,
+			  json_pack("{s:s,s:i}", "workerId", p->worker, "count",
+				    p->count));
+	json_t *tasks = json_object_get(v, "tasks");
+	cr_assert(json_is_array(tasks), "poll: %s", last_body);
+	if (json_array_size(tasks) == 0) {
+		json_decref(v);
+		return false;
+	}
+	p->tasks = json_incref(tasks);
+	json_decref(v);
+	return true;
+}
+
+/* Polls until a task comes (waitMs long-poll is not there yet): the first
+ * task, a new reference. */
+static json_t *
+poll_one(const char *queue, const char *worker, int timeout_ms)
+{
+	struct poll_probe p = {queue, worker, 1, NULL};
+	cr_assert(th_wait_until(timeout_ms, polled_something, &p),
+		  "no task on queue %s within %d ms", queue, timeout_ms);
+	json_t *t = json_incref(json_array_get(p.tasks, 0));
+	json_decref(p.tasks);
+	return t;
+}
+
+/* One poll; the number of tasks it handed out. */
+static size_t
+poll_count(const char *queue, const char *worker)
+{
+	struct poll_probe p = {queue, worker, 10, NULL};
+	if (!polled_something(&p))
+		return 0;
+	size_t n = json_array_size(p.tasks);
+	json_decref(p.tasks);
+	return n;
+}
+
+static long
+task_op(const char *op, const char *queue, const char *task_id, json_t *body,
+	json_t **out)
+{
+	char path[512];
+	snprintf(path, sizeof(path), NS "/queues/%s/tasks/%s/%s", queue,
+		 task_id, op);
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	struct th_response r;
+	th_http(srv, "POST", path, text, strlen(text), &r);
+	free(text);
+	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	long status = r.status;
+	json_t *v = json_loadb(r.body, r.body_len, 0, NULL);
+	cr_assert_not_null(v, "%s: body is not JSON: %s", path, r.body);
+	th_response_free(&r);
+	if (out)
+		*out = v;
+	else
+		json_decref(v);
+	return status;
+}
+
+static long
+complete(const char *queue, const char *task_id, const char *worker,
+	 json_t *output)
+{
+	return task_op(
+		"complete", queue, task_id,
+		json_pack("{s:s,s:o}", "workerId", worker, "output", output),
+		NULL);
+}
+
+static long
+fail(const char *queue, const char *task_id, const char *worker,
+     const char *reason, bool terminal)
+{
+	return task_op("fail", queue, task_id,
+		       json_pack("{s:s,s:s,s:b}", "workerId", worker, "reason",
+				 reason, "terminal", terminal),
+		       NULL);
+}
+
+struct status_probe {
+	const char *id;
+	const char *want;
+	char seen[32];
+};
+
+static bool
+reached_status(void *arg)
+{
+	struct status_probe *p = arg;
+	json_t *v = get_workflow(p->id);
+	snprintf(p->seen, sizeof(p->seen), "%s", str_at(v, "status"));
+	json_decref(v);
+	return strcmp(p->seen, p->want) == 0;
+}
+
+/* Waits for the workflow's status; returns it (with tasks). */
+static json_t *
+wait_status(const char *id, const char *status)
+{
+	struct status_probe p = {id, status, ""};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, reached_status, &p),
+		  "workflow %s stayed %s, wanted %s", id, p.seen, status);
+	return get_workflow(id);
+}
+
+/* The tasks of a workflow document with refName ref, in order. */
+static size_t
+tasks_of(const json_t *wf, const char *ref, const json_t *out[], size_t max)
+{
+	size_t n = 0, i;
+	const json_t *t;
+	json_array_foreach (json_object_get(wf, "tasks"), i, t) {
+		if (strcmp(json_string_value(json_object_get(t, "refName")),
+			   ref) == 0 &&
+		    n < max)
+			out[n++] = t;
+	}
+	return n;
+}
+
+/* The events of a workflow, checked gap-free (seq 1..n) and starting and
+ * ending with the given types; a new reference. */
+static json_t *
+history(const char *id, const char *first, const char *last)
+{
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/events", id);
+	json_t *v = call("GET", path, NULL, 200);
+	json_t *events = json_incref(json_object_get(v, "events"));
+	json_decref(v);
+	cr_assert(json_is_array(events) && json_array_size(events) >= 2, "%s",
+		  last_body);
+	size_t i;
+	json_t *ev;
+	json_array_foreach (events, i, ev) {
+		cr_assert_eq(int_at(ev, "seq"), (long long)i + 1,
+			     "event %zu has seq %lld: %s", i, int_at(ev, "seq"),
+			     last_body);
+	}
+	size_t n = json_array_size(events);
+	cr_assert_str_eq(str_at(json_array_get(events, 0), "type"), first, "%s",
+			 last_body);
+	cr_assert_str_eq(str_at(json_array_get(events, n - 1), "type"), last,
+			 "%s", last_body);
+	return events;
+}
+
+static size_t
+count_type(const json_t *events, const char *type)
+{
+	size_t n = 0, i;
+	const json_t *ev;
+	json_array_foreach (events, i, ev) {
+		if (strcmp(json_string_value(json_object_get(ev, "type")),
+			   type) == 0)
+			n++;
+	}
+	return n;
+}
+
+static long long
+sql_int(const char *q, const char *param)
+{
+	const char *params[] = {param};
+	return th_int(sql, q, param ? 1 : 0, param ? params : NULL);
+}
+
+static bool
+json_eq_text(const json_t *v, const char *text)
+{
+	json_t *want = json_loads(text, 0, NULL);
+	cr_assert_not_null(want, "bad expected JSON %s", text);
+	bool eq = json_equal((json_t *)v, want);
+	json_decref(want);
+	return eq;
+}
+
+/* ============================================================ lifecycle */
+
+static const char seq3_wf[] =
+	"{\"name\":\"seq3\",\"version\":1,\"tasks\":["
+	"{\"name\":\"step\",\"taskReferenceName\":\"a\",\"type\":\"SIMPLE\","
+	" \"inputParameters\":{\"x\":\"${workflow.input.x}\"}},"
+	"{\"name\":\"step\",\"taskReferenceName\":\"b\",\"type\":\"SIMPLE\","
+	" \"inputParameters\":{\"y\":\"${a.output.y}\","
+	"  \"label\":\"${workflow.input.label}\"}},"
+	"{\"name\":\"step\",\"taskReferenceName\":\"c\",\"type\":\"SIMPLE\","
+	" \"inputParameters\":{\"z\":\"${b.output.z}\","
+	"  \"text\":\"z is ${b.output.z}\"}}],"
+	"\"outputParameters\":{\"result\":\"${c.output.r}\","
+	" \"fromA\":\"${a.output.y}\",\"label\":\"${workflow.input.label}\"}}";
+
+Test(lifecycle, three_sequential_tasks_with_expressions)
+{
+	start();
+	put_task_def("step", 0, 60);
+	call_ok("POST", NS "/workflow-definitions", seq3_wf, 201);
+	char id[37];
+	start_workflow("seq3", json_pack("{s:i,s:s}", "x", 1, "label", "L"),
+		       id);
+
+	/* The worker: a → y = x + 1, b → z = y * 10, c → r = text. */
+	const char *refs[] = {"a", "b", "c"};
+	for (int i = 0; i < 3; i++) {
+		json_t *t = poll_one("step", "w1", DECIDE_TIMEOUT_MS);
+		cr_assert_str_eq(str_at(t, "workflowId"), id);
+		cr_assert_str_eq(str_at(t, "refName"), refs[i]);
+		cr_assert_eq(int_at(t, "attempt"), 0);
+		json_t *in = json_object_get(t, "input");
+		json_t *out;
+		if (i == 0)
+			out = json_pack("{s:I}", "y", int_at(in, "x") + 1);
+		else if (i == 1)
+			out = json_pack("{s:I}", "z", int_at(in, "y") * 10);
+		else
+			out = json_pack("{s:s}", "r", str_at(in, "text"));
+		/* Nothing else is pollable while this one runs. */
+		cr_assert_eq(poll_count("step", "w2"), 0);
+		cr_assert_eq(complete("step", str_at(t, "id"), "w1", out), 200,
+			     "%s", last_body);
+		json_decref(t);
+	}
+
+	json_t *wf = wait_status(id, "COMPLETED");
+	cr_assert(json_eq_text(json_object_get(wf, "output"),
+			       "{\"result\":\"z is 20\",\"fromA\":2,"
+			       "\"label\":\"L\"}"),
+		  "output: %s", last_body);
+	cr_assert_str_eq(str_at(wf, "name"), "seq3");
+	cr_assert(json_is_string(json_object_get(wf, "endedAt")), "%s",
+		  last_body);
+	cr_assert_eq(json_array_size(json_object_get(wf, "tasks")), 3, "%s",
+		     last_body);
+	const char *inputs[] = {"{\"x\":1}", "{\"y\":2,\"label\":\"L\"}",
+				"{\"z\":20,\"text\":\"z is 20\"}"};
+	const char *outputs[] = {"{\"y\":2}", "{\"z\":20}",
+				 "{\"r\":\"z is 20\"}"};
+	for (int i = 0; i < 3; i++) {
+		const json_t *t[4];
+		cr_assert_eq(tasks_of(wf, refs[i], t, 4), 1, "%s", last_body);
+		cr_assert_str_eq(str_at(t[0], "status"), "COMPLETED");
+		cr_assert_str_eq(str_at(t[0], "workerId"), "w1");
+		cr_assert_str_eq(str_at(t[0], "taskDefName"), "step");
+		cr_assert(
+			json_eq_text(json_object_get(t[0], "input"), inputs[i]),
+			"input of %s: %s", refs[i], last_body);
+		cr_assert(json_eq_text(json_object_get(t[0], "output"),
+				       outputs[i]),
+			  "output of %s: %s", refs[i], last_body);
+	}
+	json_decref(wf);
+
+	json_t *events = history(id, "WORKFLOW_STARTED", "WORKFLOW_COMPLETED");
+	cr_assert_eq(count_type(events, "TASK_SCHEDULED"), 3);
+	cr_assert_eq(count_type(events, "TASK_STARTED"), 3);
+	cr_assert_eq(count_type(events, "TASK_COMPLETED"), 3);
+	cr_assert_eq(count_type(events, "WORKFLOW_COMPLETED"), 1);
+	json_decref(events);
+
+	/* The queue is empty, nothing is left to evaluate, and the counter
+	 * matches the history. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL), 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+			     " WHERE \"workflowId\" = $1::uuid",
+			     id),
+		     sql_int("SELECT \"eventSeq\" FROM \"WorkflowExecutions\""
+			     " WHERE \"id\" = $1::uuid",
+			     id));
+}
+
+/* ============================================================== retries */
+
+Test(retries, failed_attempts_are_retried_as_new_attempts)
+{
+	start();
+	put_task_def("flaky", 2, 60);
+	put_one_task_workflow("retry2", "flaky");
+	char id[37];
+	start_workflow("retry2", json_pack("{s:i}", "n", 7), id);
+
+	for (int attempt = 0; attempt < 3; attempt++) {
+		json_t *t = poll_one("flaky", "w1", DECIDE_TIMEOUT_MS);
+		cr_assert_eq(int_at(t, "attempt"), attempt);
+		cr_assert(
+			json_eq_text(json_object_get(t, "input"), "{\"n\":7}"),
+			"retry input: %s", last_body);
+		if (attempt < 2) {
+			char reason[32];
+			snprintf(reason, sizeof(reason), "boom %d", attempt);
+			cr_assert_eq(fail("flaky", str_at(t, "id"), "w1",
+					  reason, false),
+				     200, "%s", last_body);
+		} else {
+			cr_assert_eq(complete("flaky", str_at(t, "id"), "w1",
+					      json_pack("{s:b}", "ok", 1)),
+				     200, "%s", last_body);
+		}
+		json_decref(t);
+	}
+
+	json_t *wf = wait_status(id, "COMPLETED");
+	const json_t *t[8];
+	cr_assert_eq(tasks_of(wf, "only", t, 8), 3, "%s", last_body);
+	const char *want[] = {"FAILED", "FAILED", "COMPLETED"};
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(int_at(t[i], "attempt"), i, "%s", last_body);
+		cr_assert_str_eq(str_at(t[i], "status"), want[i]);
+	}
+	cr_assert_str_eq(str_at(t[0], "reason"), "boom 0");
+	cr_assert_str_eq(str_at(t[1], "reason"), "boom 1");
+	cr_assert_str_neq(str_at(t[0], "id"), str_at(t[1], "id"));
+	cr_assert(json_eq_text(json_object_get(wf, "output"), "{\"ok\":true}"),
+		  "%s", last_body);
+	json_decref(wf);
+
+	json_t *events = history(id, "WORKFLOW_STARTED", "WORKFLOW_COMPLETED");
+	cr_assert_eq(count_type(events, "TASK_FAILED"), 2);
+	cr_assert_eq(count_type(events, "TASK_SCHEDULED"), 3);
+	json_decref(events);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
+			     " WHERE \"workflowId\" = $1::uuid",
+			     id),
+		     3);
+}
+
+Test(retries, exhausted_retries_fail_the_workflow_naming_the_task)
+{
+	start();
+	put_task_def("flaky1", 1, 60);
+	put_one_task_workflow("retry1", "flaky1");
+	char id[37];
+	start_workflow("retry1", json_object(), id);
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		json_t *t = poll_one("flaky1", "w1", DECIDE_TIMEOUT_MS);
+		cr_assert_eq(int_at(t, "attempt"), attempt);
+		cr_assert_eq(fail("flaky1", str_at(t, "id"), "w1",
+				  "dependency down", false),
+			     200, "%s", last_body);
+		json_decref(t);
+	}
+	json_t *wf = wait_status(id, "FAILED");
+	const char *reason = str_at(wf, "reason");
+	cr_assert(strstr(reason, "only"), "the reason names the task: %s",
+		  reason);
+	cr_assert(strstr(reason, "dependency down"), "%s", reason);
+	const json_t *t[8];
+	cr_assert_eq(tasks_of(wf, "only", t, 8), 2, "%s", last_body);
+	cr_assert_str_eq(str_at(t[0], "status"), "FAILED");
+	cr_assert_str_eq(str_at(t[1], "status"), "FAILED");
+	json_decref(wf);
+	json_decref(history(id, "WORKFLOW_STARTED", "WORKFLOW_FAILED"));
+	/* No third attempt is ever offered. */
+	cr_assert_eq(poll_count("flaky1", "w1"), 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL), 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"DecideQueues\"", NULL), 0);
+}
+
+Test(retries, a_terminal_failure_is_not_retried)
+{
+	start();
+	put_task_def("fatal", 5, 60);
+	put_one_task_workflow("term", "fatal");
+	char id[37];
+	start_workflow("term", json_object(), id);
+
+	json_t *t = poll_one("fatal", "w1", DECIDE_TIMEOUT_MS);
+	cr_assert_eq(fail("fatal", str_at(t, "id"), "w1", "bad request", true),
+		     200, "%s", last_body);
+	json_decref(t);
+	json_t *wf = wait_status(id, "FAILED");
+	cr_assert(strstr(str_at(wf, "reason"), "only"), "%s", last_body);
+	cr_assert(strstr(str_at(wf, "reason"), "bad request"), "%s", last_body);
+	const json_t *rows[8];
+	cr_assert_eq(tasks_of(wf, "only", rows, 8), 1, "%s", last_body);
+	cr_assert_str_eq(str_at(rows[0], "status"),
+			 "FAILED_WITH_TERMINAL_ERROR");
+	json_decref(wf);
+	cr_assert_eq(poll_count("fatal", "w1"), 0);
+}
+
+/* ====================================================== worker threads */
+
+/* What a crowd of worker threads shares. */
+struct crowd {
+	const char *queue;
+	int count;
+	atomic_bool stop;
+	atomic_bool tolerate_transport; /* the server may be down */
+	pthread_mutex_t mu;
+	char (*handed)[37]; /* every task id handed out */
+	size_t n_handed, cap;
+	atomic_int completed;  /* 200 on complete */
+	atomic_int conflicts;  /* 409 on complete */
+	atomic_int unexpected; /* any other answer */
+	atomic_int transport;  /* requests that got no answer */
+	char first_unexpected[512];
+};
+
+static pthread_mutex_t base_mu = PTHREAD_MUTEX_INITIALIZER;
+static char base_url[64];
+
+static void
+set_base(const struct th_server *s)
+{
+	pthread_mutex_lock(&base_mu);
+	snprintf(base_url, sizeof(base_url), "%s", s->base);
+	pthread_mutex_unlock(&base_mu);
+}
+
+struct buf {
+	char *p;
+	size_t n;
+};
+
+static size_t
+collect(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct buf *b = arg;
+	size_t n = size * nmemb;
+	b->p = realloc(b->p, b->n + n + 1);
+	memcpy(b->p + b->n, ptr, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+	return n;
+}
+
+/* A request from a worker thread: the status, or -1 when no answer came.
+ * Never asserts.  *out (may be NULL) gets the body (free). */
+static long
+worker_req(CURL *h, const char *method, const char *path, const char *body,
+	   char **out)
+{
+	char url[512];
+	pthread_mutex_lock(&base_mu);
+	snprintf(url, sizeof(url), "%s%s", base_url, path);
+	pthread_mutex_unlock(&base_mu);
+	struct buf b = {calloc(1, 1), 0};
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	struct curl_slist *headers = NULL;
+	if (body) {
+		headers = curl_slist_append(headers,
+					    "Content-Type: application/json");
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)strlen(body));
+	}
+	long status = -1;
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(headers);
+	if (out && status > 0)
+		*out = b.p;
+	else
+		free(b.p);
+	return status;
+}
+
+struct worker {
+	pthread_t t;
+	char id[32];
+	struct crowd *crowd;
+	int got; /* tasks handed to this worker */
+};
+
+static void
+note_unexpected(struct crowd *c, const char *what, long status,
+		const char *body)
+{
+	atomic_fetch_add(&c->unexpected, 1);
+	pthread_mutex_lock(&c->mu);
+	if (!c->first_unexpected[0])
+		snprintf(c->first_unexpected, sizeof(c->first_unexpected),
+			 "%s: %ld %s", what, status, body ? body : "");
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void
+nap_ms(int ms)
+{
+	struct timespec ts = {0, (long)ms * 1000000};
+	nanosleep(&ts, NULL);
+}
+
+/* Completes one task, retrying while the server does not answer (it may
+ * be down and coming back); gives up only when the crowd stops. */
+static void
+worker_complete(struct worker *w, CURL *h, const json_t *task)
+{
+	struct crowd *c = w->crowd;
+	const char *tid = json_string_value(json_object_get(task, "id"));
+	char path[512];
+	snprintf(path, sizeof(path), NS "/queues/%s/tasks/%s/complete",
+		 c->queue, tid);
+	json_t *body =
+		json_pack("{s:s,s:{s:s,s:O}}", "workerId", w->id, "output",
+			  "by", w->id, "ref", json_object_get(task, "refName"));
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	for (;;) {
+		char *resp = NULL;
+		long st = worker_req(h, "POST", path, text, &resp);
+		if (st == 200) {
+			atomic_fetch_add(&c->completed, 1);
+		} else if (st == 409) {
+			atomic_fetch_add(&c->conflicts, 1);
+		} else if (st < 0 ||
+			   (st >= 500 && atomic_load(&c->tolerate_transport))) {
+			atomic_fetch_add(&c->transport, 1);
+			free(resp);
+			if (atomic_load(&c->stop))
+				break;
+			nap_ms(5);
+			continue;
+		} else {
+			note_unexpected(c, "complete", st, resp);
+		}
+		free(resp);
+		break;
+	}
+	free(text);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct crowd *c = w->crowd;
+	CURL *h = curl_easy_init();
+	char path[256], body[128];
+	snprintf(path, sizeof(path), NS "/queues/%s/poll", c->queue);
+	snprintf(body, sizeof(body), "{\"workerId\":\"%s\",\"count\":%d}",
+		 w->id, c->count);
+	while (!atomic_load(&c->stop)) {
+		char *resp = NULL;
+		long st = worker_req(h, "POST", path, body, &resp);
+		if (st != 200) {
+			if (st < 0 ||
+			    (st >= 500 && atomic_load(&c->tolerate_transport)))
+				atomic_fetch_add(&c->transport, 1);
+			else
+				note_unexpected(c, "poll", st, resp);
+			free(resp);
+			nap_ms(5);
+			continue;
+		}
+		json_t *v = json_loads(resp, 0, NULL);
+		json_t *tasks = json_object_get(v, "tasks");
+		if (!json_is_array(tasks))
+			note_unexpected(c, "poll body", st, resp);
+		free(resp);
+		size_t n = json_array_size(tasks);
+		pthread_mutex_lock(&c->mu);
+		for (size_t i = 0; i < n; i++) {
+			if (c->n_handed == c->cap) {
+				c->cap = c->cap ? c->cap * 2 : 256;
+				c->handed = realloc(
+					c->handed, c->cap * sizeof(*c->handed));
+			}
+			snprintf(c->handed[c->n_handed++], 37, "%s",
+				 json_string_value(json_object_get(
+					 json_array_get(tasks, i), "id")));
+		}
+		pthread_mutex_unlock(&c->mu);
+		w->got += (int)n;
+		for (size_t i = 0; i < n; i++)
+			worker_complete(w, h, json_array_get(tasks, i));
+		json_decref(v);
+		if (n == 0)
+			nap_ms(2);
+	}
+	curl_easy_cleanup(h);
+	return NULL;
+}
+
+static void
+crowd_start(struct crowd *c, struct worker *ws, int n, const char *queue,
+	    int count)
+{
+	memset(c, 0, sizeof(*c));
+	c->queue = queue;
+	c->count = count;
+	pthread_mutex_init(&c->mu, NULL);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	set_base(srv);
+	for (int i = 0; i < n; i++) {
+		ws[i].crowd = c;
+		ws[i].got = 0;
+		snprintf(ws[i].id, sizeof(ws[i].id), "worker-%d", i);
+		cr_assert(pthread_create(&ws[i].t, NULL, worker_main, &ws[i]) ==
+			  0);
+	}
+}
+
+static void
+crowd_stop(struct crowd *c, struct worker *ws, int n)
+{
+	atomic_store(&c->stop, true);
+	for (int i = 0; i < n; i++)
+		pthread_join(ws[i].t, NULL);
+}
+
+static int
+by_id(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
+/* How many ids were handed out more than once. */
+static size_t
+crowd_duplicates(struct crowd *c, char *example, size_t size)
+{
+	qsort(c->handed, c->n_handed, sizeof(*c->handed), by_id);
+	size_t dups = 0;
+	for (size_t i = 1; i < c->n_handed; i++)
+		if (strcmp(c->handed[i], c->handed[i - 1]) == 0) {
+			if (!dups)
+				snprintf(example, size, "%s", c->handed[i]);
+			dups++;
+		}
+	return dups;
+}
+
+struct sql_probe {
+	const char *query;
+	long long want;
+	long long seen;
+};
+
+static bool
+sql_reaches(void *arg)
+{
+	struct sql_probe *p = arg;
+	p->seen = sql_int(p->query, NULL);
+	return p->seen >= p->want;
+}
+
+Test(workers, eight_competing_workers_never_share_a_task)
+{
+	enum { N_WF = 200, N_WORKERS = 8 };
+	start();
+	put_task_def("job", 0, 300);
+	put_one_task_workflow("jobs", "job");
+
+	struct crowd c;
+	struct worker ws[N_WORKERS];
+	crowd_start(&c, ws, N_WORKERS, "job", 5);
+	for (int i = 0; i < N_WF; i++) {
+		char id[37];
+		start_workflow("jobs", json_pack("{s:i}", "n", i), id);
+	}
+	struct sql_probe done = {"SELECT count(*) FROM \"WorkflowExecutions\""
+				 " WHERE \"status\" = 'COMPLETED'",
+				 N_WF, 0};
+	bool all = th_wait_until(60000, sql_reaches, &done);
+	crowd_stop(&c, ws, N_WORKERS);
+	cr_assert(all, "%lld of %d workflows completed within 60 s", done.seen,
+		  N_WF);
+
+	char dup[37] = "";
+	cr_assert_eq(crowd_duplicates(&c, dup, sizeof(dup)), 0,
+		     "task %s was handed out twice", dup);
+	cr_assert_eq(c.n_handed, N_WF, "%zu tasks handed out", c.n_handed);
+	cr_assert_eq(atomic_load(&c.completed), N_WF);
+	cr_assert_eq(atomic_load(&c.conflicts), 0);
+	cr_assert_eq(atomic_load(&c.unexpected), 0, "%s", c.first_unexpected);
+	cr_assert_eq(atomic_load(&c.transport), 0);
+	cr_assert_eq(
+		sql_int("SELECT count(*) FROM \"WorkflowExecutions\"", NULL),
+		N_WF);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
+			     " WHERE \"status\" = 'COMPLETED'",
+			     NULL),
+		     N_WF);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\"", NULL),
+		     N_WF);
+	/* Each task went to the worker that completed it. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
+			     " WHERE \"output\"->>'by' IS DISTINCT FROM"
+			     " \"workerId\" OR \"pollCount\" <> 1",
+			     NULL),
+		     0);
+	free(c.handed);
+}
+
+Test(workers, higher_priority_is_handed_out_first)
+{
+	start();
+	put_task_def("pq", 0, 60);
+	put_one_task_workflow("pw", "pq");
+	const int prios[] = {0, 99, 50, 7};
+	char ids[4][37];
+	for (int i = 0; i < 4; i++) {
+		json_t *v = callj("POST", NS "/workflows", 201,
+				  json_pack("{s:s,s:i}", "name", "pw",
+					    "priority", prios[i]));
+		snprintf(ids[i], sizeof(ids[i]), "%s", str_at(v, "id"));
+		json_decref(v);
+	}
+	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 4, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued));
+	const int order[] = {1, 2, 3, 0}; /* 99, 50, 7, 0 */
+	for (int i = 0; i < 4; i++) {
+		json_t *t = poll_one("pq", "w", DECIDE_TIMEOUT_MS);
+		cr_assert_str_eq(str_at(t, "workflowId"), ids[order[i]],
+				 "poll %d did not hand out priority %d", i,
+				 prios[order[i]]);
+		json_decref(t);
+	}
+}
+
+/* ========================================================== idempotency */
+
+struct starter {
+	pthread_t t;
+	pthread_barrier_t *barrier;
+	const char *body;
+	long status;
+	char id[37];
+	bool existing;
+};
+
+static void *
+starter_main(void *arg)
+{
+	struct starter *s = arg;
+	CURL *h = curl_easy_init();
+	pthread_barrier_wait(s->barrier);
+	char *resp = NULL;
+	s->status = worker_req(h, "POST", NS "/workflows", s->body, &resp);
+	json_t *v = resp ? json_loads(resp, 0, NULL) : NULL;
+	const char *id = json_string_value(json_object_get(v, "id"));
+	snprintf(s->id, sizeof(s->id), "%s", id ? id : "");
+	s->existing = json_is_true(json_object_get(v, "existing"));
+	json_decref(v);
+	free(resp);
+	curl_easy_cleanup(h);
+	return NULL;
+}
+
+/* n concurrent starts of one body, released together by a barrier. */
+static void
+start_together(struct starter *ss, int n, const char *body)
+{
+	pthread_barrier_t barrier;
+	pthread_barrier_init(&barrier, NULL, (unsigned)n);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	set_base(srv);
+	for (int i = 0; i < n; i++) {
+		ss[i] = (struct starter){.barrier = &barrier, .body = body};
+		cr_assert(pthread_create(&ss[i].t, NULL, starter_main,
+					 &ss[i]) == 0);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(ss[i].t, NULL);
+	pthread_barrier_destroy(&barrier);
+}
+
+Test(idempotency, twenty_concurrent_starts_make_one_execution)
+{
+	enum { N = 20 };
+	start();
+	put_task_def("once", 0, 60);
+	put_one_task_workflow("idem", "once");
+
+	struct starter ss[N];
+	start_together(ss, N,
+		       "{\"name\":\"idem\",\"input\":{\"n\":1},"
+		       "\"idempotencyKey\":\"key-R\","
+		       "\"idempotencyStrategy\":\"RETURN_EXISTING\"}");
+	int created = 0;
+	for (int i = 0; i < N; i++) {
+		cr_assert(ss[i].status == 201 || ss[i].status == 200,
+			  "start %d: %ld", i, ss[i].status);
+		if (ss[i].status == 201) {
+			created++;
+			cr_assert_not(ss[i].existing);
+		} else {
+			cr_assert(ss[i].existing,
+				  "start %d: 200 without "
+				  "existing:true",
+				  i);
+		}
+		cr_assert_str_eq(ss[i].id, ss[0].id, "start %d got another id",
+				 i);
+	}
+	cr_assert_eq(created, 1, "%d starts created an execution", created);
+	char id_r[37];
+	snprintf(id_r, sizeof(id_r), "%s", ss[0].id);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+			     " WHERE \"idempotencyKey\" = $1",
+			     "key-R"),
+		     1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"IdempotencyKeys\""
+			     " WHERE \"key\" = $1",
+			     "key-R"),
+		     1);
+
+	start_together(ss, N,
+		       "{\"name\":\"idem\",\"input\":{\"n\":2},"
+		       "\"idempotencyKey\":\"key-F\","
+		       "\"idempotencyStrategy\":\"FAIL\"}");
+	created = 0;
+	int conflicts = 0;
+	for (int i = 0; i < N; i++) {
+		if (ss[i].status == 201)
+			created++;
+		else if (ss[i].status == 409)
+			conflicts++;
+		else
+			cr_assert_fail("start %d: %ld", i, ss[i].status);
+	}
+	cr_assert_eq(created, 1);
+	cr_assert_eq(conflicts, N - 1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+			     " WHERE \"idempotencyKey\" = $1",
+			     "key-F"),
+		     1);
+	cr_assert_eq(
+		sql_int("SELECT count(*) FROM \"WorkflowExecutions\"", NULL),
+		2);
+
+	/* A later repeat of either: the same answers, nothing new. */
+	json_t *v = call("POST", NS "/workflows",
+			 "{\"name\":\"idem\",\"idempotencyKey\":\"key-R\","
+			 "\"idempotencyStrategy\":\"RETURN_EXISTING\"}",
+			 200);
+	cr_assert_str_eq(str_at(v, "id"), id_r);
+	cr_assert(json_is_true(json_object_get(v, "existing")));
+	json_decref(v);
+	expect_error("POST", NS "/workflows",
+		     "{\"name\":\"idem\",\"idempotencyKey\":\"key-F\"}", 409,
+		     "conflict");
+	cr_assert_eq(
+		sql_int("SELECT count(*) FROM \"WorkflowExecutions\"", NULL),
+		2);
+}
+
+/* ============================================================== listing */
+
+/* 12 executions in one millisecond: microseconds 0,0,0 (one instant
+ * thrice), 100, 200, 300, 300, 400, 500, 600, 700, 999.  Every third has
+ * input {"a":1} (the others {"a":2}), every fourth is COMPLETED, every
+ * second has correlationId "even". */
+static void
+insert_same_millisecond(void)
+{
+	th_exec(sql,
+		"WITH b AS (SELECT date_trunc('milliseconds', now())"
+		"   - interval '1 minute' AS t),"
+		" o AS (SELECT * FROM unnest(ARRAY[0,0,0,100,200,300,300,400,"
+		"   500,600,700,999]) WITH ORDINALITY AS o(us, i))"
+		" INSERT INTO \"WorkflowExecutions\" (\"id\", \"namespaceId\","
+		"   \"defName\", \"defVersion\", \"status\", \"input\","
+		"   \"correlationId\", \"startedAt\")"
+		" SELECT uuidv7(), n.\"id\", 'paging', 1,"
+		"   CASE WHEN o.i % 4 = 0 THEN 'COMPLETED' ELSE 'RUNNING' END,"
+		"   CASE WHEN o.i % 3 = 0 THEN '{\"a\":1}'::jsonb"
+		"   ELSE '{\"a\":2}'::jsonb END,"
+		"   CASE WHEN o.i % 2 = 0 THEN 'even' END,"
+		"   b.t + make_interval(secs => o.us / 1000000.0)"
+		" FROM b, o, \"Namespaces\" n WHERE n.\"name\" = 'default'");
+}
+
+/* Pages through query (a path with '?'), limit per page; checks each
+ * page's size and that the ids come exactly in the order of want_sql. */
+static void
+page_through(const char *query, int limit, const char *want_sql)
+{
+	PGresult *want = th_query(sql, want_sql, 0, NULL);
+	int n = PQntuples(want);
+	cr_assert_gt(n, 0);
+	char *cursor = NULL;
+	int seen = 0, pages = 0;
+	for (;;) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s&limit=%d%s%s", query, limit,
+			 cursor ? "&cursor=" : "", cursor ? cursor : "");
+		json_t *v = call("GET", path, NULL, 200);
+		json_t *items = json_object_get(v, "items");
+		cr_assert(json_is_array(items), "%s", last_body);
+		size_t k = json_array_size(items);
+		cr_assert_leq(k, (size_t)limit);
+		pages++;
+		cr_assert_leq(pages, n + 1, "paging does not end: %s",
+			      last_body);
+		for (size_t i = 0; i < k; i++) {
+			const char *id = str_at(json_array_get(items, i), "id");
+			cr_assert_lt(seen, n, "more rows than %d: %s", n, id);
+			cr_assert_str_eq(id, PQgetvalue(want, seen, 0),
+					 "row %d of %s (limit %d)", seen, query,
+					 limit);
+			seen++;
+		}
+		json_t *next = json_object_get(v, "nextCursor");
+		free(cursor);
+		cursor = NULL;
+		if (json_is_null(next)) {
+			json_decref(v);
+			break;
+		}
+		cr_assert(json_is_string(next), "%s", last_body);
+		cr_assert_eq(k, (size_t)limit,
+			     "a short page with a next cursor");
+		cursor = strdup(json_string_value(next));
+		json_decref(v);
+	}
+	cr_assert_eq(seen, n, "%s limit %d: %d of %d rows", query, limit, seen,
+		     n);
+	PQclear(want);
+}
+
+Test(listing, rows_sharing_a_millisecond_are_each_paged_once)
+{
+	start();
+	insert_same_millisecond();
+	/* The setup is what the trap needs: one millisecond, some instants
+	 * shared exactly. */
+	cr_assert_eq(sql_int("SELECT count(DISTINCT date_trunc('milliseconds',"
+			     " \"startedAt\")) FROM \"WorkflowExecutions\"",
+			     NULL),
+		     1);
+	cr_assert_eq(sql_int("SELECT count(DISTINCT \"startedAt\")"
+			     " FROM \"WorkflowExecutions\"",
+			     NULL),
+		     9);
+
+	const char *all = "SELECT \"id\"::text FROM \"WorkflowExecutions\""
+			  " ORDER BY \"startedAt\" DESC, \"id\" DESC";
+	const int limits[] = {5, 4, 1, 11, 12, 13, 500};
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		page_through(NS "/workflows?x=1", limits[i], all);
+	page_through(NS "/workflows?name=paging", 5, all);
+	page_through(NS "/workflows?status=RUNNING", 5,
+		     "SELECT \"id\"::text FROM \"WorkflowExecutions\""
+		     " WHERE \"status\" = 'RUNNING'"
+		     " ORDER BY \"startedAt\" DESC, \"id\" DESC");
+	page_through(NS "/workflows?status=RUNNING,COMPLETED", 5, all);
+	page_through(NS "/workflows?correlationId=even", 2,
+		     "SELECT \"id\"::text FROM \"WorkflowExecutions\""
+		     " WHERE \"correlationId\" = 'even'"
+		     " ORDER BY \"startedAt\" DESC, \"id\" DESC");
+	page_through(NS "/workflows?status=COMPLETED&q=input.a:2", 1,
+		     "SELECT \"id\"::text FROM \"WorkflowExecutions\""
+		     " WHERE \"input\"->>'a' = '2' AND \"status\" ="
+		     " 'COMPLETED' ORDER BY \"startedAt\" DESC, \"id\" DESC");
+	page_through(NS "/workflows?q=input.a:1", 2,
+		     "SELECT \"id\"::text FROM \"WorkflowExecutions\""
+		     " WHERE \"input\"->>'a' = '1'"
+		     " ORDER BY \"startedAt\" DESC, \"id\" DESC");
+
+	/* Nothing matches: an empty page, no cursor. */
+	json_t *v = call("GET", NS "/workflows?name=nothing", NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(v, "items")), 0);
+	cr_assert(json_is_null(json_object_get(v, "nextCursor")));
+	json_decref(v);
+}
+
+Test(listing, limit_and_cursor_are_validated)
+{
+	start();
+	insert_same_millisecond();
+	json_t *v = call("GET", NS "/workflows?limit=5", NULL, 200);
+	const char *good = str_at(v, "nextCursor");
+	char path[512];
+	snprintf(path, sizeof(path), NS "/workflows?limit=5&cursor=%s", good);
+	call_ok("GET", path, NULL, 200);
+	/* The cursor with a character that is not base64url, truncated,
+	 * extended. */
+	char bad[256];
+	snprintf(bad, sizeof(bad), "%s", good);
+	bad[3] = '*';
+	const char *const cases[] = {
+		NS "/workflows?limit=0",
+		NS "/workflows?limit=501",
+		NS "/workflows?limit=-1",
+		NS "/workflows?limit=abc",
+		NS "/workflows?limit=5x",
+		NS "/workflows?limit=",
+		NS "/workflows?cursor=",
+		NS "/workflows?cursor=!!!!",
+		NS "/workflows?cursor=bm90IGEgY3Vyc29y", /* "not a cursor" */
+		NS "/workflows?cursor=A",
+		NS "/workflows?status=BOGUS",
+		NS "/workflows?status=running",
+		NS "/workflows?q=foo",
+		NS "/workflows?q=input.:1",
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_error("GET", cases[i], NULL, 400, "invalid_argument");
+	snprintf(path, sizeof(path), NS "/workflows?cursor=%s", bad);
+	expect_error("GET", path, NULL, 400, "invalid_argument");
+	snprintf(path, sizeof(path), NS "/workflows?cursor=%.*s", 10, good);
+	expect_error("GET", path, NULL, 400, "invalid_argument");
+	snprintf(path, sizeof(path), NS "/workflows?cursor=%sAAAA", good);
+	expect_error("GET", path, NULL, 400, "invalid_argument");
+	json_decref(v);
+}
+
+/* =============================================================== leases */
+
+/* One workflow of one task on queue (task def with retryCount retries and
+ * responseTimeoutSeconds rts); returns the task leased to worker. */
+static json_t *
+leased_task(const char *queue, int retries, int rts, const char *worker,
+	    char wf_id[37])
+{
+	put_task_def(queue, retries, rts);
+	put_one_task_workflow("lw", queue);
+	start_workflow("lw", json_pack("{s:i}", "n", 1), wf_id);
+	return poll_one(queue, worker, DECIDE_TIMEOUT_MS);
+}
+
+/* The task's row and its queue row, as one text (for "nothing changed"). */
+static char *
+task_state(const char *task_id)
+{
+	const char *params[] = {task_id};
+	return th_value(
+		sql,
+		"SELECT (SELECT t::text FROM \"TaskExecutions\" t"
+		"  WHERE t.\"id\" = $1::uuid) || '|' || coalesce((SELECT"
+		"  q::text FROM \"TaskQueues\" q WHERE q.\"taskId\" = $1::uuid),"
+		"  'none') || '|' || (SELECT count(*) FROM \"WorkflowEvents\")"
+		"  || '|' || (SELECT count(*) FROM \"DecideQueues\")",
+		1, params);
+}
+
+Test(leases, a_worker_without_the_lease_gets_409_and_changes_nothing)
+{
+	start();
+	char wf[37];
+	json_t *t = leased_task("lq", 0, 60, "A", wf);
+	char tid[37];
+	snprintf(tid, sizeof(tid), "%s", str_at(t, "id"));
+	json_decref(t);
+	char *before = task_state(tid);
+
+	json_t *e = NULL;
+	cr_assert_eq(task_op("complete", "lq", tid,
+			     json_pack("{s:s,s:{}}", "workerId", "B", "output"),
+			     &e),
+		     409, "%s", last_body);
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(e, "error"), "code")),
+			 "conflict");
+	json_decref(e);
+	cr_assert_eq(fail("lq", tid, "B", "x", false), 409);
+	cr_assert_eq(fail("lq", tid, "B", "x", true), 409);
+	cr_assert_eq(task_op("heartbeat", "lq", tid,
+			     json_pack("{s:s}", "workerId", "B"), NULL),
+		     409);
+	cr_assert_eq(task_op("release", "lq", tid,
+			     json_pack("{s:s}", "workerId", "B"), NULL),
+		     409);
+	cr_assert_eq(task_op("defer", "lq", tid,
+			     json_pack("{s:s,s:i}", "workerId", "B",
+				       "delaySeconds", 5),
+			     NULL),
+		     409);
+	/* The batch: one result per task, B's refused. */
+	char body[512];
+	snprintf(body, sizeof(body),
+		 "{\"results\":[{\"taskId\":\"%s\",\"workerId\":\"B\","
+		 "\"status\":\"COMPLETED\",\"output\":{}}]}",
+		 tid);
+	json_t *v = call("POST", NS "/queues/lq/results", body, 200);
+	json_t *r0 = json_array_get(json_object_get(v, "results"), 0);
+	cr_assert(json_is_false(json_object_get(r0, "ok")), "%s", last_body);
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(r0, "error"), "code")),
+			 "conflict");
+	json_decref(v);
+	/* The same task on another queue is not the same lease either. */
+	cr_assert_eq(complete("other", tid, "A", json_object()), 409);
+	char *after = task_state(tid);
+	cr_assert_str_eq(after, before, "a refused result changed something");
+	free(after);
+	free(before);
+
+	cr_assert_eq(complete("lq", tid, "A", json_pack("{s:i}", "v", 1)), 200,
+		     "%s", last_body);
+	cr_assert_eq(complete("lq", tid, "A", json_pack("{s:i}", "v", 2)), 409);
+	cr_assert_eq(fail("lq", tid, "A", "late", false), 409);
+	json_t *w = wait_status(wf, "COMPLETED");
+	cr_assert(json_eq_text(json_object_get(w, "output"), "{\"v\":1}"), "%s",
+		  last_body);
+	json_decref(w);
+	json_decref(history(wf, "WORKFLOW_STARTED", "WORKFLOW_COMPLETED"));
+}
+
+Test(leases, batched_results_each_stand_alone)
+{
+	start();
+	put_task_def("bq", 0, 60);
+	put_one_task_workflow("bw", "bq");
+	char ids[3][37];
+	for (int i = 0; i < 3; i++)
+		start_workflow("bw", json_pack("{s:i}", "n", i), ids[i]);
+	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 3, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued));
+	struct poll_probe p = {"bq", "A", 3, NULL};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, polled_something, &p));
+	cr_assert_eq(json_array_size(p.tasks), 3, "%s", last_body);
+	const char *t[3];
+	for (int i = 0; i < 3; i++)
+		t[i] = str_at(json_array_get(p.tasks, i), "id");
+	char body[2048];
+	snprintf(body, sizeof(body),
+		 "{\"results\":["
+		 "{\"taskId\":\"%s\",\"workerId\":\"A\",\"status\":"
+		 "\"COMPLETED\",\"output\":{\"k\":1}},"
+		 "{\"taskId\":\"%s\",\"workerId\":\"B\",\"status\":"
+		 "\"COMPLETED\",\"output\":{}},"
+		 "{\"taskId\":\"%s\",\"workerId\":\"A\",\"status\":"
+		 "\"FAILED_WITH_TERMINAL_ERROR\",\"reason\":\"no\"}]}",
+		 t[0], t[1], t[2]);
+	json_t *v = call("POST", NS "/queues/bq/results", body, 200);
+	json_t *rs = json_object_get(v, "results");
+	cr_assert_eq(json_array_size(rs), 3, "%s", last_body);
+	const bool ok[] = {true, false, true};
+	for (int i = 0; i < 3; i++) {
+		json_t *r = json_array_get(rs, (size_t)i);
+		cr_assert_str_eq(str_at(r, "taskId"), t[i]);
+		cr_assert_eq(json_is_true(json_object_get(r, "ok")), ok[i],
+			     "result %d: %s", i, last_body);
+	}
+	json_decref(v);
+	/* Map tasks to workflows (the poll's order is by task id). */
+	for (int i = 0; i < 3; i++) {
+		const char *wf = str_at(json_array_get(p.tasks, (size_t)i),
+					"workflowId");
+		const char *want = i == 0   ? "COMPLETED"
+				   : i == 2 ? "FAILED"
+					    : NULL;
+		if (want)
+			json_decref(wait_status(wf, want));
+		else
+			cr_assert_eq(
+				sql_int("SELECT count(*) FROM"
+					" \"TaskQueues\" WHERE \"leasedBy\""
+					" = 'A' AND \"taskId\" = $1::uuid",
+					t[i]),
+				1);
+	}
+	json_decref(p.tasks);
+}
+
+static bool
+is_before(const char *a, const char *b)
+{
+	const char *params[] = {a, b};
+	return th_int(sql, "SELECT ($1::timestamptz < $2::timestamptz)::int", 2,
+		      params) == 1;
+}
+
+struct reappear_probe {
+	const char *queue;
+	const char *task_id;
+	int64_t at;
+};
+
+static bool
+reappeared(void *arg)
+{
+	struct reappear_probe *p = arg;
+	struct poll_probe pp = {p->queue, "C", 1, NULL};
+	if (!polled_something(&pp))
+		return false;
+	p->at = th_now_ms();
+	cr_assert_str_eq(str_at(json_array_get(pp.tasks, 0), "id"), p->task_id);
+	json_decref(pp.tasks);
+	return true;
+}
+
+Test(leases, heartbeat_release_and_defer)
+{
+	start();
+	char wf[37];
+	json_t *t = leased_task("hq", 0, 30, "A", wf);
+	char tid[37], l1[64];
+	snprintf(tid, sizeof(tid), "%s", str_at(t, "id"));
+	snprintf(l1, sizeof(l1), "%s", str_at(t, "leaseExpiresAt"));
+	json_decref(t);
+	const char *tp[] = {tid};
+	/* The lease lasts responseTimeoutSeconds. */
+	cr_assert_eq(th_int(sql,
+			    "SELECT (\"leaseExpiresAt\" BETWEEN now() +"
+			    " interval '25 s' AND now() + interval '31 s')::int"
+			    " FROM \"TaskQueues\" WHERE \"taskId\" = $1::uuid",
+			    1, tp),
+		     1);
+
+	/* Heartbeat: a later expiry, written to the row. */
+	json_t *hb = NULL;
+	cr_assert_eq(task_op("heartbeat", "hq", tid,
+			     json_pack("{s:s}", "workerId", "A"), &hb),
+		     200, "%s", last_body);
+	char l2[64];
+	snprintf(l2, sizeof(l2), "%s", str_at(hb, "leaseExpiresAt"));
+	json_decref(hb);
+	cr_assert(is_before(l1, l2), "heartbeat: %s is not after %s", l2, l1);
+	const char *eq[] = {tid, l2};
+	cr_assert_eq(th_int(sql,
+			    "SELECT (\"leaseExpiresAt\" = $2::timestamptz)::int"
+			    " FROM \"TaskQueues\" WHERE \"taskId\" = $1::uuid",
+			    2, eq),
+		     1);
+
+	/* Release: pollable again at once, by anyone, the same attempt. */
+	cr_assert_eq(task_op("release", "hq", tid,
+			     json_pack("{s:s}", "workerId", "A"), NULL),
+		     200, "%s", last_body);
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(*) FROM \"TaskExecutions\""
+			    " WHERE \"id\" = $1::uuid AND \"status\" ="
+			    " 'SCHEDULED'",
+			    1, tp),
+		     1);
+	struct poll_probe pb = {"hq", "B", 1, NULL};
+	cr_assert(polled_something(&pb), "a released task is not pollable");
+	cr_assert_str_eq(str_at(json_array_get(pb.tasks, 0), "id"), tid);
+	cr_assert_eq(int_at(json_array_get(pb.tasks, 0), "attempt"), 0);
+	json_decref(pb.tasks);
+	cr_assert_eq(complete("hq", tid, "A", json_object()), 409,
+		     "the old holder kept the lease");
+
+	/* Defer: invisible for its delay, then back. */
+	int64_t t0 = th_now_ms();
+	cr_assert_eq(task_op("defer", "hq", tid,
+			     json_pack("{s:s,s:i}", "workerId", "B",
+				       "delaySeconds", 1),
+			     NULL),
+		     200, "%s", last_body);
+	cr_assert_eq(poll_count("hq", "C"), 0,
+		     "a deferred task was handed out");
+	struct reappear_probe rp = {"hq", tid, 0};
+	cr_assert(th_wait_until(5000, reappeared, &rp),
+		  "the deferred task did not come back within 5 s");
+	cr_assert_geq(rp.at - t0, 900, "back after %lld ms",
+		      (long long)(rp.at - t0));
+
+	cr_assert_eq(complete("hq", tid, "B", json_object()), 409);
+	cr_assert_eq(complete("hq", tid, "C", json_pack("{s:s}", "by", "C")),
+		     200, "%s", last_body);
+	json_t *w = wait_status(wf, "COMPLETED");
+	const json_t *rows[4];
+	cr_assert_eq(tasks_of(w, "only", rows, 4), 1, "%s", last_body);
+	cr_assert_eq(int_at(rows[0], "attempt"), 0);
+	cr_assert_str_eq(str_at(rows[0], "workerId"), "C");
+	cr_assert_eq(int_at(rows[0], "pollCount"), 3);
+	json_decref(w);
+	json_t *events = history(wf, "WORKFLOW_STARTED", "WORKFLOW_COMPLETED");
+	cr_assert_eq(count_type(events, "TASK_RELEASED"), 2);
+	cr_assert_eq(count_type(events, "TASK_STARTED"), 3);
+	json_decref(events);
+}
+
+Test(leases, an_expired_lease_times_the_attempt_out_and_it_is_retried)
+{
+	start();
+	char wf[37];
+	json_t *t = leased_task("eq", 1, 1, "A", wf);
+	char tid[37];
+	snprintf(tid, sizeof(tid), "%s", str_at(t, "id"));
+	cr_assert_eq(int_at(t, "attempt"), 0);
+	json_decref(t);
+
+	/* A never answers; the sweeper times attempt 0 out and the decider
+	 * schedules attempt 1. */
+	json_t *t1 = poll_one("eq", "B", 15000);
+	cr_assert_eq(int_at(t1, "attempt"), 1, "%s", last_body);
+	cr_assert_str_neq(str_at(t1, "id"), tid);
+	const char *tp[] = {tid};
+	char *st = th_value(sql,
+			    "SELECT \"status\" FROM \"TaskExecutions\""
+			    " WHERE \"id\" = $1::uuid",
+			    1, tp);
+	cr_assert_str_eq(st, "TIMED_OUT");
+	free(st);
+	cr_assert_eq(complete("eq", tid, "A", json_object()), 409,
+		     "a result after the lease ran out was taken");
+	cr_assert_eq(complete("eq", str_at(t1, "id"), "B",
+			      json_pack("{s:i}", "done", 1)),
+		     200, "%s", last_body);
+	json_decref(t1);
+
+	json_t *w = wait_status(wf, "COMPLETED");
+	const json_t *rows[4];
+	cr_assert_eq(tasks_of(w, "only", rows, 4), 2, "%s", last_body);
+	cr_assert_str_eq(str_at(rows[0], "status"), "TIMED_OUT");
+	cr_assert(strstr(str_at(rows[0], "reason"), "A"), "%s", last_body);
+	cr_assert_str_eq(str_at(rows[1], "status"), "COMPLETED");
+	json_decref(w);
+	json_t *events = history(wf, "WORKFLOW_STARTED", "WORKFLOW_COMPLETED");
+	cr_assert_eq(count_type(events, "TASK_TIMED_OUT"), 1);
+	json_decref(events);
+}
+
+/* =============================================================== errors */
+
+/* Everything a rejected request must leave as it was. */
+static char *
+engine_digest(void)
+{
+	return th_value(
+		sql,
+		"SELECT (SELECT count(*) FROM \"WorkflowExecutions\") || '/' ||"
+		" (SELECT count(*) FROM \"TaskExecutions\") || '/' ||"
+		" (SELECT count(*) FROM \"TaskQueues\") || '/' ||"
+		" (SELECT count(*) FROM \"WorkflowEvents\") || '/' ||"
+		" (SELECT count(*) FROM \"IdempotencyKeys\") || '/' ||"
+		" (SELECT count(*) FROM \"DecideQueues\") || '|' ||"
+		" md5(coalesce((SELECT string_agg(q::text, ',' ORDER BY q.\"id\")"
+		"  FROM \"TaskQueues\" q), '') || coalesce((SELECT"
+		"  string_agg(t::text, ',' ORDER BY t.\"id\") FROM"
+		"  \"TaskExecutions\" t), '') || coalesce((SELECT"
+		"  string_agg(e.\"version\" || e.\"status\" || e.\"eventSeq\","
+		"  ',' ORDER BY e.\"id\") FROM \"WorkflowExecutions\" e), ''))",
+		0, NULL);
+}
+
+Test(errors, bad_input_is_4xx_with_a_json_body_and_changes_nothing)
+{
+	start();
+	put_task_def("eq", 0, 60);
+	put_one_task_workflow("ew", "eq");
+	char wf[37];
+	start_workflow("ew", json_pack("{s:i}", "n", 1), wf);
+	/* Quiet: the first task queued, nothing left to evaluate. */
+	struct sql_probe quiet = {
+		"SELECT (SELECT count(*) FROM \"TaskQueues\") -"
+		" (SELECT count(*) FROM \"DecideQueues\")",
+		1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &quiet));
+	char tid[37];
+	char *v = th_value(sql, "SELECT \"taskId\"::text FROM \"TaskQueues\"",
+			   0, NULL);
+	snprintf(tid, sizeof(tid), "%s", v);
+	free(v);
+	char *before = engine_digest();
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\"", NULL),
+		     1);
+	unchanged_digest = before;
+
+	/* ---- start */
+	const char *W = NS "/workflows";
+	expect_error("POST", W, "{bad", 400, "bad_json");
+	expect_error("POST", W, "", 400, "invalid_argument");
+	expect_error("POST", W, "[]", 400, "invalid_argument");
+	expect_error("POST", W, "\"ew\"", 400, "invalid_argument");
+	expect_invalid("POST", W, "{}", (const char *[]){"$.name", NULL});
+	expect_invalid("POST", W, "{\"name\":\"\"}",
+		       (const char *[]){"$.name", NULL});
+	expect_error("POST", W, "{\"name\":\"nope\"}", 404, "not_found");
+	expect_error("POST", W, "{\"name\":\"ew\",\"version\":2}", 404,
+		     "not_found");
+	expect_invalid(
+		"POST", W,
+		"{\"name\":5,\"version\":\"1\",\"input\":[1],"
+		"\"correlationId\":7,\"idempotencyKey\":{},"
+		"\"priority\":\"high\",\"idempotencyStrategy\":\"MAYBE\"}",
+		(const char *[]){"$.name", "$.version", "$.input",
+				 "$.correlationId", "$.idempotencyKey",
+				 "$.priority", "$.idempotencyStrategy", NULL});
+	expect_invalid("POST", W, "{\"name\":\"ew\",\"priority\":100}",
+		       (const char *[]){"$.priority", NULL});
+	expect_invalid("POST", W, "{\"name\":\"ew\",\"priority\":-1}",
+		       (const char *[]){"$.priority", NULL});
+	expect_invalid("POST", W, "{\"name\":\"ew\",\"priority\":1.5}",
+		       (const char *[]){"$.priority", NULL});
+	expect_invalid("POST", W, "{\"name\":\"ew\",\"version\":0}",
+		       (const char *[]){"$.version", NULL});
+	expect_error("POST", "/v1/ns/nope/workflows", "{\"name\":\"ew\"}", 404,
+		     "not_found");
+
+	/* ---- reads */
+	char path[512];
+	expect_error("GET", NS "/workflows/not-a-uuid", NULL, 404, "not_found");
+	expect_error("GET", NS "/workflows/not-a-uuid/events", NULL, 404,
+		     "not_found");
+	expect_error("GET",
+		     NS "/workflows/01a22d73-0898-7af6-bf11-7e6f709fd086", NULL,
+		     404, "not_found");
+	snprintf(path, sizeof(path), "/v1/ns/nope/workflows/%s", wf);
+	expect_error("GET", path, NULL, 404, "not_found");
+	snprintf(path, sizeof(path), "/v1/ns/nope/workflows/%s/events", wf);
+	expect_error("GET", path, NULL, 404, "not_found");
+	snprintf(path, sizeof(path), NS "/workflows/%s/events?after=-1", wf);
+	expect_error("GET", path, NULL, 400, "invalid_argument");
+	snprintf(path, sizeof(path), NS "/workflows/%s/events?limit=0", wf);
+	expect_error("GET", path, NULL, 400, "invalid_argument");
+	expect_error("GET", "/v1/ns/nope/workflows", NULL, 404, "not_found");
+	expect_error("GET", NS "/workflows?status=BOGUS", NULL, 400,
+		     "invalid_argument");
+	expect_error("GET", NS "/workflows?limit=0", NULL, 400,
+		     "invalid_argument");
+	expect_error("GET", NS "/workflows?cursor=zzz", NULL, 400,
+		     "invalid_argument");
+
+	/* ---- poll */
+	const char *P = NS "/queues/eq/poll";
+	expect_invalid("POST", P, "{}", (const char *[]){"$.workerId", NULL});
+	expect_invalid("POST", P, "{\"count\":1}",
+		       (const char *[]){"$.workerId", NULL});
+	expect_invalid("POST", P, "{\"workerId\":\"w\",\"count\":0}",
+		       (const char *[]){"$.count", NULL});
+	expect_invalid("POST", P, "{\"workerId\":\"w\",\"count\":1001}",
+		       (const char *[]){"$.count", NULL});
+	expect_invalid("POST", P, "{\"workerId\":\"w\",\"count\":\"5\"}",
+		       (const char *[]){"$.count", NULL});
+	expect_invalid("POST", P, "{\"workerId\":7,\"count\":-3}",
+		       (const char *[]){"$.workerId", "$.count", NULL});
+	expect_invalid("POST", P, "{\"workerId\":\"w\",\"waitMs\":-1}",
+		       (const char *[]){"$.waitMs", NULL});
+	expect_error("POST", P, "{\"workerId\":", 400, "bad_json");
+	expect_error("POST", P, "", 400, "invalid_argument");
+	expect_error("POST", "/v1/ns/nope/queues/eq/poll",
+		     "{\"workerId\":\"w\",\"count\":1}", 404, "not_found");
+
+	/* ---- task operations */
+	const char *ops[] = {"complete", "fail", "heartbeat", "release",
+			     "defer"};
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		snprintf(path, sizeof(path), NS "/queues/eq/tasks/nope/%s",
+			 ops[i]);
+		expect_error("POST", path,
+			     "{\"workerId\":\"w\",\"delaySeconds\":1}", 404,
+			     "not_found");
+		snprintf(path, sizeof(path), NS "/queues/eq/tasks/%s/%s", tid,
+			 ops[i]);
+		expect_invalid("POST", path, "{\"delaySeconds\":1}",
+			       (const char *[]){"$.workerId", NULL});
+		expect_error("POST", path, "{\"workerId\"", 400, "bad_json");
+		/* Well formed, but nobody holds the lease: 409. */
+		expect_error("POST", path,
+			     "{\"workerId\":\"w\",\"delaySeconds\":1}", 409,
+			     "conflict");
+		snprintf(path, sizeof(path),
+			 "/v1/ns/nope/queues/eq/tasks/%s/%s", tid, ops[i]);
+		expect_error("POST", path,
+			     "{\"workerId\":\"w\",\"delaySeconds\":1}", 404,
+			     "not_found");
+	}
+	snprintf(path, sizeof(path), NS "/queues/eq/tasks/%s/complete", tid);
+	expect_invalid("POST", path, "{\"workerId\":\"w\",\"output\":[1]}",
+		       (const char *[]){"$.output", NULL});
+	expect_invalid("POST", path, "{\"workerId\":\"w\",\"reason\":5}",
+		       (const char *[]){"$.reason", NULL});
+	snprintf(path, sizeof(path), NS "/queues/eq/tasks/%s/fail", tid);
+	expect_invalid("POST", path,
+		       "{\"workerId\":\"w\",\"terminal\":\"yes\"}",
+		       (const char *[]){"$.terminal", NULL});
+	snprintf(path, sizeof(path), NS "/queues/eq/tasks/%s/defer", tid);
+	expect_invalid("POST", path, "{\"workerId\":\"w\"}",
+		       (const char *[]){"$.delaySeconds", NULL});
+	expect_invalid("POST", path, "{\"workerId\":\"w\",\"delaySeconds\":-1}",
+		       (const char *[]){"$.delaySeconds", NULL});
+	expect_invalid("POST", path,
+		       "{\"workerId\":\"w\",\"delaySeconds\":\"1\"}",
+		       (const char *[]){"$.delaySeconds", NULL});
+
+	/* ---- batched results */
+	const char *R = NS "/queues/eq/results";
+	expect_invalid("POST", R, "{}", (const char *[]){"$.results", NULL});
+	expect_invalid("POST", R, "{\"results\":[]}",
+		       (const char *[]){"$.results", NULL});
+	expect_invalid("POST", R, "{\"results\":{}}",
+		       (const char *[]){"$.results", NULL});
+	expect_invalid("POST", R, "{\"results\":[5]}",
+		       (const char *[]){"$.results[0]", NULL});
+	snprintf(path, sizeof(path),
+		 "{\"results\":[{\"taskId\":\"%s\",\"workerId\":\"w\","
+		 "\"status\":\"COMPLETED\"},{\"taskId\":\"nope\","
+		 "\"workerId\":\"w\",\"status\":\"DONE\"}]}",
+		 tid);
+	expect_invalid("POST", R, path, (const char *[]){"$.results[1]", NULL});
+	expect_error("POST", R, "{\"results\":[", 400, "bad_json");
+	expect_error("POST", "/v1/ns/nope/queues/eq/results",
+		     "{\"results\":[]}", 404, "not_found");
+
+	unchanged_digest = NULL;
+	char *after = engine_digest();
+	cr_assert_str_eq(after, before,
+			 "a rejected request changed the engine tables");
+	free(after);
+	free(before);
+
+	/* And the task is still there for a worker. */
+	json_t *t = poll_one("eq", "w", DECIDE_TIMEOUT_MS);
+	cr_assert_str_eq(str_at(t, "id"), tid);
+	json_decref(t);
+}
+
+/* ================================================================ crash */
+
+Test(crash, sigkill_in_the_middle_loses_nothing, .timeout = 240)
+{
+	enum { N_WF = 300, N_WORKERS = 8 };
+	start();
+	/* A short lease, so tasks leased by a poll whose answer died with
+	 * the server come back as a new attempt. */
+	put_task_def("cstep", 5, 3);
+	call_ok("POST", NS "/workflow-definitions",
+		"{\"name\":\"crash2\",\"version\":1,\"tasks\":["
+		"{\"name\":\"cstep\",\"taskReferenceName\":\"a\","
+		" \"inputParameters\":{\"n\":\"${workflow.input.n}\"}},"
+		"{\"name\":\"cstep\",\"taskReferenceName\":\"b\","
+		" \"inputParameters\":{\"by\":\"${a.output.by}\"}}]}",
+		201);
+	for (int i = 0; i < N_WF; i++) {
+		char id[37];
+		start_workflow("crash2", json_pack("{s:i}", "n", i), id);
+	}
+
+	struct crowd c;
+	struct worker ws[N_WORKERS];
+	crowd_start(&c, ws, N_WORKERS, "cstep", 5);
+	atomic_store(&c.tolerate_transport, true);
+
+	/* Kill it with a third of the workflows done (a's and b's in
+	 * flight). */
+	struct sql_probe some = {"SELECT count(*) FROM \"WorkflowExecutions\""
+				 " WHERE \"status\" = 'COMPLETED'",
+				 N_WF / 3, 0};
+	bool progressed = th_wait_until(60000, sql_reaches, &some);
+	int status = slot_kill(&slots[0]);
+	if (!progressed)
+		crowd_stop(&c, ws, N_WORKERS);
+	cr_assert(progressed, "only %lld workflows completed before the kill",
+		  some.seen);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "status %d", status);
+	long long at_kill =
+		sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+			" WHERE \"status\" = 'COMPLETED'",
+			NULL);
+
+	/* A new server on the same database; the workers carry on. */
+	slot_start(&slots[1], NULL);
+	srv = &slots[1].s;
+	set_base(srv);
+	struct sql_probe done = {"SELECT count(*) FROM \"WorkflowExecutions\""
+				 " WHERE \"status\" = 'COMPLETED'",
+				 N_WF, 0};
+	bool all = th_wait_until(60000, sql_reaches, &done);
+	crowd_stop(&c, ws, N_WORKERS);
+	cr_assert(all,
+		  "%lld of %d workflows completed (%lld at the kill); "
+		  "server:\n%s",
+		  done.seen, N_WF, at_kill, slots[1].log);
+	cr_assert_lt(at_kill, N_WF, "the kill came after the end");
+	cr_log_info("crash: %lld of %d workflows done at the kill; %d "
+		    "completions, %d refused (409), %d requests unanswered, "
+		    "%lld attempts timed out",
+		    at_kill, N_WF, atomic_load(&c.completed),
+		    atomic_load(&c.conflicts), atomic_load(&c.transport),
+		    sql_int("SELECT count(*) FROM \"TaskExecutions\""
+			    " WHERE \"status\" = 'TIMED_OUT'",
+			    NULL));
+	cr_assert_eq(atomic_load(&c.unexpected), 0, "%s", c.first_unexpected);
+	char dup[37] = "";
+	cr_assert_eq(crowd_duplicates(&c, dup, sizeof(dup)), 0,
+		     "task %s was handed out twice", dup);
+
+	/* No task identity twice; one completed attempt per reference. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM (SELECT 1 FROM"
+			     " \"TaskExecutions\" GROUP BY \"workflowId\","
+			     " \"refName\", \"iteration\", \"attempt\""
+			     " HAVING count(*) > 1) d",
+			     NULL),
+		     0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
+			     " WHERE \"status\" = 'COMPLETED'",
+			     NULL),
+		     2 * N_WF);
+	cr_assert_eq(sql_int("SELECT count(*) FROM (SELECT 1 FROM"
+			     " \"TaskExecutions\" WHERE \"status\" ="
+			     " 'COMPLETED' GROUP BY \"workflowId\","
+			     " \"refName\" HAVING count(*) <> 1) d",
+			     NULL),
+		     0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+			     " WHERE \"status\" <> 'COMPLETED'",
+			     NULL),
+		     0);
+	/* Every history gap-free, its counter at its end, the last event
+	 * WORKFLOW_COMPLETED, started and completed once. */
+	cr_assert_eq(
+		sql_int("SELECT count(*) FROM \"WorkflowExecutions\" e"
+			" LEFT JOIN (SELECT \"workflowId\", count(*) AS n,"
+			"  count(DISTINCT \"seq\") AS d, min(\"seq\") AS lo,"
+			"  max(\"seq\") AS hi FROM \"WorkflowEvents\""
+			"  GROUP BY \"workflowId\") h"
+			" ON h.\"workflowId\" = e.\"id\""
+			" WHERE h.n IS NULL OR h.n <> h.d OR h.lo <> 1"
+			" OR h.hi <> h.n OR e.\"eventSeq\" <> h.n",
+			NULL),
+		0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\" v"
+			     " JOIN \"WorkflowExecutions\" e ON e.\"id\" ="
+			     " v.\"workflowId\" AND v.\"seq\" = e.\"eventSeq\""
+			     " WHERE v.\"type\" = 'WORKFLOW_COMPLETED'",
+			     NULL),
+		     N_WF);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+			     " WHERE \"type\" IN ('WORKFLOW_STARTED',"
+			     " 'WORKFLOW_COMPLETED')",
+			     NULL),
+		     2 * N_WF);
+	/* Nothing left behind. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL), 0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
+			     " WHERE \"endedAt\" IS NULL OR"
+			     " \"deciderSeenAt\" IS NULL",
+			     NULL),
+		     0);
+	free(c.handed);
+}
