@@ -28,8 +28,8 @@ ALLOWED = {
     'http': {'http', 'platform', 'engine', 'store', 'runtime', 'util'},
     'client': {'client', 'util'},
     'cli': {'cli', 'client', 'util'},
-    'server': {'server', 'http', 'platform', 'engine', 'store', 'runtime',
-               'util'},
+    'server': {'server', 'cli', 'http', 'platform', 'engine', 'store',
+               'runtime', 'util'},
 }
 LIBPQ_OK = {'store'}
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]')

@@ -41,9 +41,10 @@ def main():
                      {"workerId": worker, "count": 10, "waitMs": 30000})["tasks"]
         for t in tasks:
             name = t["input"].get("name", "world")
-            greeting = f"Hello, {name}!"
             if t["input"].get("loud"):
-                greeting = greeting.upper()
+                greeting = name.upper()  # shout what it was given
+            else:
+                greeting = f"Hello, {name}!"
             call(args.server, f"{queue}/tasks/{t['id']}/complete",
                  {"workerId": worker, "output": {"greeting": greeting}})
             print(f"{t['refName']}: {greeting}", flush=True)

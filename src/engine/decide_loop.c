@@ -7,6 +7,8 @@
 #include "runtime/metrics.h"
 #include "store/db.h"
 #include "store/decide_repo.h"
+#include "store/timers_repo.h"
+#include "util/json.h"
 #include "util/mem.h"
 
 #include <pthread.h>
@@ -92,6 +94,30 @@ apply_retry_budget(struct decide_loop *dl, const struct loaded_execution *x,
 	return true;
 }
 
+/* The deadlines the decision armed and cancelled (store/timers_repo.h),
+ * in the evaluation's transaction; nothing to do for most evaluations. */
+static bool
+apply_timers(const struct loaded_execution *x, struct db *db,
+	     const struct decision *d, struct err *e)
+{
+	bool ok = true;
+	if (json_array_size(d->timers)) {
+		char *text = json_db_text(d->timers);
+		ok = timers_arm_tasks(db, x->id, x->ns_id, text, e);
+		free(text);
+	}
+	if (ok && d->disarm_all) {
+		ok = timers_disarm(db, x->id, NULL, NULL, e);
+	} else if (ok && json_array_size(d->disarm)) {
+		char *ids = json_db_text(d->disarm);
+		char *since = json_db_text(d->disarm_since);
+		ok = timers_disarm(db, x->id, ids, since, e);
+		free(ids);
+		free(since);
+	}
+	return ok;
+}
+
 /* Evaluates and applies one workflow under a savepoint.  False only when
  * the savepoint machinery itself failed (the batch is then lost). */
 static bool
@@ -119,7 +145,8 @@ evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
 	if (ok && d.changed) {
 		struct decide_rows rows = {d.update, d.tasks, d.seen, d.cancel,
 					   d.events};
-		ok = decide_apply(dl->db, x, &rows, &applied, &we);
+		ok = decide_apply(dl->db, x, &rows, &applied, &we) &&
+		     (!applied || apply_timers(x, dl->db, &d, &we));
 	} else if (ok) {
 		ok = decide_dequeue(dl->db, x->id, &we);
 	}

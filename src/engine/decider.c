@@ -1,6 +1,7 @@
 #include "engine/decider.h"
 
 #include "engine/expr.h"
+#include "store/timers_repo.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
 #include "util/uuid.h"
@@ -126,6 +127,7 @@ fail_workflow(struct eval *ev, const char *status, const char *failed_ref,
 	 * with their events; what is still open is cancelled. */
 	json_array_clear(ev->d->tasks);
 	json_array_clear(ev->d->retries);
+	json_array_clear(ev->d->timers);
 	ev->n_scheduled = 0;
 	json_t *kept = json_array();
 	size_t i;
@@ -163,6 +165,30 @@ task_def_of(struct eval *ev, const struct wf_task *wt)
 		return wt->inline_def;
 	return ev->in->task_def ? ev->in->task_def(ev->in->arg, wt->name)
 				: NULL;
+}
+
+/* Whether tasks of wt get deadlines (a worker task whose definition has
+ * pollTimeoutSeconds or timeoutSeconds). */
+static const struct task_def *
+deadlines_of(struct eval *ev, const struct wf_task *wt)
+{
+	if (!wt || wt->kind->exec != TASK_EXEC_WORKER)
+		return NULL;
+	const struct task_def *td = task_def_of(ev, wt);
+	return td && (td->poll_timeout_seconds > 0 || td->timeout_seconds > 0)
+		       ? td
+		       : NULL;
+}
+
+static void
+arm(struct eval *ev, const char *task_id, const char *kind, int64_t seconds,
+    const char *policy)
+{
+	json_t *t = json_pack("{s:s,s:s,s:I}", "taskId", task_id, "kind", kind,
+			      "seconds", (json_int_t)seconds);
+	if (policy)
+		json_object_set_new(t, "policy", json_string(policy));
+	json_array_append_new(ev->d->timers, t);
 }
 
 /* Fills the keys of input that are absent or null from the template. */
@@ -224,6 +250,12 @@ schedule(struct eval *ev, const struct wf_task *wt, int attempt,
 					      ev->d->tasks)));
 	json_array_append_new(ev->d->tasks, row);
 	ev->n_scheduled++;
+	const struct task_def *dl = deadlines_of(ev, wt);
+	if (dl && dl->poll_timeout_seconds > 0)
+		arm(ev, id, "scheduleToStart", dl->poll_timeout_seconds, NULL);
+	if (dl && dl->timeout_seconds > 0)
+		arm(ev, id, "taskTimeout", dl->timeout_seconds,
+		    timeout_policy_name(dl->timeout_policy));
 	event(ev, "TASK_SCHEDULED", id,
 	      json_pack("{s:s,s:s,s:i,s:i}", "refName", wt->ref, "taskDefName",
 			wt->name, "attempt", attempt, "delaySeconds",
@@ -325,6 +357,13 @@ retry_or_fail(struct eval *ev, const struct wf_task *wt,
 	int retries = wt->retry_count >= 0 ? wt->retry_count
 		      : td                 ? td->retry_count
 					   : 3;
+	size_t prefix = strlen(TIMEOUT_WF_REASON_PREFIX);
+	if (strcmp(t->status, "TIMED_OUT") == 0 && t->reason &&
+	    strncmp(t->reason, TIMEOUT_WF_REASON_PREFIX, prefix) == 0) {
+		fail_workflow(ev, "TIMED_OUT", wt->ref, "task %s timed out: %s",
+			      wt->ref, t->reason + prefix);
+		return;
+	}
 	if (t->attempt < retries) {
 		schedule(ev, wt, t->attempt + 1,
 			 decider_retry_delay(td, t->attempt + 1), true);
@@ -340,11 +379,16 @@ react(struct eval *ev, const struct loaded_task *t)
 {
 	json_array_append_new(ev->d->seen, json_string(t->id));
 	ev->d->changed = true;
+	const struct wf_task *wt = dsl_find_task(ev->in->def, t->ref);
+	if (deadlines_of(ev, wt)) {
+		json_array_append_new(ev->d->disarm, json_string(t->id));
+		json_array_append_new(ev->d->disarm_since,
+				      json_string(t->scheduled_at));
+	}
 	if (ev->ended)
 		return;
 	if (latest(ev->in->x, t->ref) != t)
 		return; /* a later attempt exists: this one is history */
-	const struct wf_task *wt = dsl_find_task(ev->in->def, t->ref);
 	if (!wt) {
 		fail_workflow(ev, "FAILED", t->ref,
 			      "task %s is not in definition %s version %d",
@@ -360,6 +404,24 @@ react(struct eval *ev, const struct loaded_task *t)
 			      wt->ref,
 			      t->reason ? t->reason : "terminal error");
 	/* CANCELED: nothing follows from it. */
+}
+
+/* The workflow ended: its own deadline and those of its tasks go, if it
+ * can have any (every task with deadlines is loaded: open ones are in the
+ * frontier, finished ones were reacted to). */
+static void
+disarm_all(struct eval *ev)
+{
+	bool any = ev->in->def->timeout_seconds > 0;
+	const struct loaded_execution *x = ev->in->x;
+	for (size_t i = 0; i < x->n_tasks && !any; i++)
+		any = deadlines_of(ev, dsl_find_task(ev->in->def,
+						     x->tasks[i].ref)) != NULL;
+	if (!any)
+		return;
+	ev->d->disarm_all = true;
+	json_array_clear(ev->d->disarm);
+	json_array_clear(ev->d->disarm_since);
 }
 
 static int
@@ -381,6 +443,9 @@ decide(const struct decider_input *in, struct decision *d)
 	d->cancel = json_array();
 	d->events = json_array();
 	d->retries = json_array();
+	d->timers = json_array();
+	d->disarm = json_array();
+	d->disarm_since = json_array();
 	struct eval ev = {.in = in, .d = d};
 	const struct loaded_execution *x = in->x;
 
@@ -413,6 +478,8 @@ decide(const struct decider_input *in, struct decision *d)
 	for (size_t i = 0; i < n; i++)
 		react(&ev, todo[i]);
 	free(todo);
+	if (ev.ended)
+		disarm_all(&ev);
 	json_decref(ev.ctx);
 }
 
@@ -425,6 +492,9 @@ decision_free(struct decision *d)
 	json_decref(d->cancel);
 	json_decref(d->events);
 	json_decref(d->retries);
+	json_decref(d->timers);
+	json_decref(d->disarm);
+	json_decref(d->disarm_since);
 	memset(d, 0, sizeof(*d));
 }
 

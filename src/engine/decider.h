@@ -12,6 +12,12 @@
  * failed is retried as a new attempt (attempt + 1, the failed one stays)
  * while its retry count allows, after the delay its retry logic gives, and
  * otherwise fails the workflow; FAILED_WITH_TERMINAL_ERROR is never retried.
+ * An attempt timed out under timeoutPolicy TIME_OUT_WF (its reason starts
+ * with TIMEOUT_WF_REASON_PREFIX) times the workflow out instead.
+ * Scheduling a worker task whose definition has pollTimeoutSeconds or
+ * timeoutSeconds also arms its deadlines (decision.timers); reacting to it
+ * once it finished cancels them (decision.disarm), and the end of a
+ * workflow cancels all of its own (decision.disarm_all).
  * The end of the top-level list completes the workflow, with the output its
  * outputParameters give (or the last task's output).
  *
@@ -46,6 +52,17 @@ struct decision {
 	json_t *cancel;  /* open task ids to cancel */
 	json_t *events;  /* history events */
 	json_t *retries; /* indexes into tasks of retry rows (budget check) */
+	/* Deadlines of the scheduled tasks whose definition has
+	 * pollTimeoutSeconds or timeoutSeconds: {taskId, kind, seconds,
+	 * policy} (store/timers_repo.h). */
+	json_t *timers;
+	/* Finished tasks reacted to whose definition has deadlines: their
+	 * ids, and their "scheduledAt" (the lower bound of the delete). */
+	json_t *disarm;
+	json_t *disarm_since;
+	/* The workflow ended and has (or may have) deadlines left: delete them
+	 * all (disarm is then empty). */
+	bool disarm_all;
 };
 
 void decide(const struct decider_input *in, struct decision *d);

@@ -2,6 +2,7 @@
 
 #include "engine/decide_loop.h"
 #include "engine/defcache.h"
+#include "engine/worker_polls.h"
 #include "util/json.h"
 
 #include <stdio.h>
@@ -33,6 +34,7 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 {
 	char queue[512];
 	workers_queue_name(q, queue, sizeof(queue));
+	worker_polls_note(q->ns_id, queue, worker);
 	return queue_lease(db, queue, worker, count, lease_seconds(db, q),
 			   json_out, n, e);
 }

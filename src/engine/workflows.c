@@ -50,6 +50,12 @@ workflow_start(struct db *db, const char *ns_id, const struct start_request *r,
 		.correlation_id = r->correlation_id,
 		.idempotency_key = r->idempotency_key,
 		.priority = r->priority,
+		.timeout_seconds = wf->timeout_seconds,
+		/* A workflow's policy is TIME_OUT_WF unless it says ALERT_ONLY
+		 * (Conductor's default; RETRY is a task policy). */
+		.timeout_policy = wf->timeout_policy == TIMEOUT_ALERT_ONLY
+					  ? "ALERT_ONLY"
+					  : "TIME_OUT_WF",
 	};
 	bool ok = exec_start(db, &s, id_out, created, e);
 	free(input_text);

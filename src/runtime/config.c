@@ -88,6 +88,13 @@ static const struct config_def defs[] = {
 	INT("sweeper-interval-ms", "NODEFLOW_SWEEPER_INTERVAL_MS", "250", 10,
 	    60000, sweeper_interval_ms,
 	    "how often expired leases and deferred tasks are swept"),
+	INT("timers-interval-ms", "NODEFLOW_TIMERS_INTERVAL_MS", "250", 10,
+	    60000, timers_interval_ms,
+	    "how often due timers (task and workflow timeouts) are swept"),
+	STR("server", "NODEFLOW_SERVER", "http://127.0.0.1:8080", server,
+	    "the node-flow server the client commands talk to"),
+	STR("namespace", "NODEFLOW_NAMESPACE", "default", namespace_name,
+	    "the namespace of the client commands"),
 };
 
 static bool
@@ -144,6 +151,38 @@ config_init(struct config *c, struct err *e)
 }
 
 bool
+config_parse_flag(struct config *c, int argc, char **argv, int *argi,
+		  bool *known, struct err *e)
+{
+	const char *arg = argv[*argi];
+	*known = false;
+	if (strncmp(arg, "--", 2) != 0)
+		return true;
+	const char *name = arg + 2;
+	const char *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	const struct config_def *d = find_flag(name, len);
+	if (!d)
+		return true;
+	*known = true;
+	const char *value = eq ? eq + 1 : NULL;
+	if (!value) {
+		if (*argi + 1 >= argc) {
+			err_set(e, ERR_INVALID, "option --%s needs a value",
+				d->flag);
+			return false;
+		}
+		value = argv[++*argi];
+	}
+	char source[64];
+	snprintf(source, sizeof(source), "--%s", d->flag);
+	if (!assign(c, d, value, source, e))
+		return false;
+	(*argi)++;
+	return true;
+}
+
+bool
 config_parse_flags(struct config *c, int argc, char **argv, int *argi,
 		   struct err *e)
 {
@@ -156,29 +195,14 @@ config_parse_flags(struct config *c, int argc, char **argv, int *argi,
 		if (strncmp(arg, "--", 2) != 0 || strcmp(arg, "--help") == 0)
 			break; /* a positional argument, or help for the caller
 				*/
-		const char *name = arg + 2;
-		const char *eq = strchr(name, '=');
-		size_t len = eq ? (size_t)(eq - name) : strlen(name);
-		const struct config_def *d = find_flag(name, len);
-		if (!d) {
+		bool known;
+		if (!config_parse_flag(c, argc, argv, argi, &known, e))
+			return false;
+		if (!known) {
 			err_set(e, ERR_INVALID,
 				"unknown option \"%s\" (see --help)", arg);
 			return false;
 		}
-		const char *value = eq ? eq + 1 : NULL;
-		if (!value) {
-			if (*argi + 1 >= argc) {
-				err_set(e, ERR_INVALID,
-					"option --%s needs a value", d->flag);
-				return false;
-			}
-			value = argv[++*argi];
-		}
-		char source[64];
-		snprintf(source, sizeof(source), "--%s", d->flag);
-		if (!assign(c, d, value, source, e))
-			return false;
-		(*argi)++;
 	}
 	return true;
 }

@@ -42,6 +42,9 @@ struct config {
 	long decider_batch;
 	long retry_budget_per_minute;
 	long sweeper_interval_ms;
+	long timers_interval_ms;
+	char *server;         /* the client commands' node-flow URL */
+	char *namespace_name; /* the client commands' namespace */
 };
 
 /* Fills c from the defaults and the NODEFLOW_* environment. */
@@ -53,6 +56,14 @@ bool config_init(struct config *c, struct err *e);
  */
 bool config_parse_flags(struct config *c, int argc, char **argv, int *argi,
 			struct err *e);
+/*
+ * Applies the one --flag at argv[*argi] (and its value), advancing *argi
+ * past both.  Sets *known false and consumes nothing when the table has no
+ * such flag, so a caller with options of its own can try them too.  False
+ * with e set on a missing or bad value.
+ */
+bool config_parse_flag(struct config *c, int argc, char **argv, int *argi,
+		       bool *known, struct err *e);
 void config_free(struct config *c);
 /* Writes one paragraph per setting: flag, variable, default, meaning. */
 void config_help(FILE *out);

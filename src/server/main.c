@@ -7,16 +7,23 @@
  *   nodeflow migrate status        list applied, pending and unknown ones
  *   nodeflow migrate down [N]      revert the N latest (default 1)
  *   nodeflow partitions ensure     create partitions ahead, drop expired
+ *   nodeflow define|start|get|list|events|terminate|pause|resume|retry|
+ *            defs|tasks            the client commands (src/cli), which talk
+ *                                  to a server over HTTP
  *   nodeflow version | help
  *
  * Exit codes: 0 success; 1 failure (database unreachable or unsupported, a
  * migration failed); 2 usage; and for `migrate status`: 3 migrations are
- * pending, 4 the database has migrations this binary does not know.
+ * pending, 4 the database has migrations this binary does not know.  The
+ * client commands: 0 success, 1 a request failed, 2 usage.
  */
+#include "cli/cli.h"
 #include "engine/decide_loop.h"
 #include "engine/partitions.h"
 #include "engine/queue_signal.h"
 #include "engine/sweeper.h"
+#include "engine/timers.h"
+#include "engine/worker_polls.h"
 #include "http/app.h"
 #include "http/http.h"
 #include "http/routes.h"
@@ -61,6 +68,17 @@ usage(FILE *out)
 		"  migrate down [N]       revert the N latest migrations (default 1)\n"
 		"  partitions ensure      create partitions ahead, drop expired ones\n"
 		"  version                print the version\n"
+		"\n"
+		"client commands (talk to --server; COMMAND --help for options):\n"
+		"  define FILE...         register task and workflow definitions\n"
+		"  start NAME             start a workflow; prints its id\n"
+		"  get ID                 a workflow and its tasks, as JSON\n"
+		"  list                   workflows, newest first\n"
+		"  events ID              a workflow's history\n"
+		"  terminate ID           terminate a workflow (--reason R)\n"
+		"  pause ID, resume ID    pause or resume a workflow\n"
+		"  retry ID               retry a failed workflow\n"
+		"  defs, tasks            list workflow and task definitions\n"
 		"\n"
 		"options (each also read from its environment variable):\n");
 	config_help(out);
@@ -284,6 +302,31 @@ roles_valid(const char *roles)
 	return *roles != '\0';
 }
 
+/* The client commands' global options: the configuration table's. */
+static bool
+cli_option(void *arg, int argc, char **argv, int *argi, bool *known,
+	   struct err *e)
+{
+	return config_parse_flag(arg, argc, argv, argi, known, e);
+}
+
+static int
+cmd_cli(int argc, char **argv)
+{
+	struct config cfg;
+	struct err e = ERR_INIT;
+	int rc = EXIT_USAGE;
+	if (!config_init(&cfg, &e)) {
+		fprintf(stderr, "nodeflow: %s\n", e.msg);
+	} else {
+		struct cli_globals g = {cli_option, &cfg, &cfg.server,
+					&cfg.namespace_name};
+		rc = cli_main(argc, argv, &g);
+	}
+	config_free(&cfg);
+	return rc;
+}
+
 /*
  * Checks the database before serving.  A database of the wrong version is
  * fatal; an unreachable one or one with migrations pending is not (readyz
@@ -397,9 +440,13 @@ cmd_serve(struct command_line *cl)
 		}
 	}
 	struct loop *partitions = NULL, *sweeper = NULL, *signals = NULL;
-	if (http) /* work enqueued by any replica wakes this one's polls */
+	struct loop *timers = NULL;
+	struct loop *polls = NULL;
+	if (http) { /* work enqueued by any replica wakes this one's polls */
 		signals =
 			queue_signal_start(cfg->database_url, wake_queue, http);
+		polls = worker_polls_start(cfg->database_url);
+	}
 	if (has_role(cfg->roles, "engine")) {
 		partitions = partitions_loop_start(cfg);
 		struct decide_loop_opts d = {
@@ -415,6 +462,8 @@ cmd_serve(struct command_line *cl)
 		sweeper = sweeper_start(cfg->database_url,
 					(int)cfg->sweeper_interval_ms,
 					http ? wake_all : NULL, http);
+		timers = timers_start(cfg->database_url,
+				      (int)cfg->timers_interval_ms);
 	}
 
 	if (http) {
@@ -435,8 +484,10 @@ cmd_serve(struct command_line *cl)
 	/* Loops that call into the HTTP server stop first. */
 	decide_loops_stop();
 	loop_stop(sweeper);
+	loop_stop(timers);
 	loop_stop(signals);
 	http_server_stop(http);
+	loop_stop(polls);
 	loop_stop(partitions);
 	db_pool_destroy(app.pool);
 	log_info("server", "stopped");
@@ -456,6 +507,8 @@ main(int argc, char **argv)
 		printf("nodeflow %s\n", NODEFLOW_VERSION);
 		return EXIT_SUCCESS;
 	}
+	if (cli_is_verb(verb)) /* options of their own: parsed in src/cli */
+		return cmd_cli(argc, argv);
 	struct command_line cl = {0};
 	if (!parse(argc, argv, &cl)) {
 		config_free(&cl.cfg);

@@ -11,7 +11,9 @@
  * Every action: a CTE `w` that changes the execution only from the allowed
  * statuses (and takes its row lock), the task changes, and the events,
  * numbered from the counter `w` advanced.  The final SELECT tells found
- * (any status) from applied.
+ * (any status) from applied.  A terminate also deletes the workflow's
+ * unclaimed timers (store/timers_repo.h), skipping any the timer sweeper
+ * holds: its re-check finds the workflow ended.
  */
 
 DB_STMT(action_terminate_stmt,
@@ -46,7 +48,13 @@ DB_STMT(action_terminate_stmt,
 						"   FROM open) o"
 						"   UNION ALL SELECT w.\"id\", w.\"namespaceId\","
 						"   w.base + 1 + (SELECT count(*) FROM open), 'WORKFLOW_TERMINATED',"
-						"   NULL, jsonb_build_object('reason', $3::text) FROM w)"
+						"   NULL, jsonb_build_object('reason', $3::text) FROM w),"
+						" tm AS (DELETE FROM \"Timers\" x USING (SELECT k.\"id\", k.\"fireAt\""
+						"   FROM \"Timers\" k WHERE k.\"workflowId\" = $2::uuid"
+						"   AND k.\"claimedAt\" IS NULL AND k.\"fireAt\" >="
+						"   uuid_extract_timestamp($2::uuid) - interval '1 hour'"
+						"   AND EXISTS (SELECT 1 FROM w) FOR UPDATE OF k SKIP LOCKED) k"
+						"   WHERE x.\"id\" = k.\"id\" AND x.\"fireAt\" = k.\"fireAt\")"
 						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
 
 DB_STMT(action_pause_stmt,

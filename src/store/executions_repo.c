@@ -14,7 +14,8 @@
  * The id and "startedAt" come from the same statement, which is what lets
  * every later lookup by id bound "startedAt" (SQL_EXEC_WINDOW).  The event
  * is seq 1 and the counter starts there: nobody else can write events of an
- * execution that does not exist yet.
+ * execution that does not exist yet.  A workflow with a timeout gets its
+ * workflowTimeout timer (store/timers_repo.h) from the same statement.
  */
 DB_STMT(exec_start_stmt,
 	"WITH ids AS (SELECT uuidv7() AS \"id\", now() AS \"at\"),"
@@ -40,7 +41,12 @@ DB_STMT(exec_start_stmt,
 	"   \"seq\", \"type\", \"data\", \"at\")"
 	"   SELECT \"id\", \"namespaceId\", 1, 'WORKFLOW_STARTED',"
 	"   jsonb_build_object('name', $2::text, 'version', $3::int,"
-	"   'correlationId', $7::text), \"startedAt\" FROM w)"
+	"   'correlationId', $7::text), \"startedAt\" FROM w),"
+	" tm AS (INSERT INTO \"Timers\" (\"namespaceId\", \"workflowId\","
+	"   \"kind\", \"fireAt\", \"payload\")"
+	"   SELECT \"namespaceId\", \"id\", 'workflowTimeout', \"startedAt\" +"
+	"   make_interval(secs => $12::bigint), jsonb_build_object('seconds',"
+	"   $12::bigint, 'policy', $13::text) FROM w WHERE $12::bigint > 0)"
 	" SELECT \"id\"::text FROM w");
 
 DB_STMT(exec_idempotent_existing,
@@ -51,9 +57,10 @@ bool
 exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 	   bool *created, struct err *e)
 {
-	char version[16], priority[16];
+	char version[16], priority[16], timeout[24];
 	snprintf(version, sizeof(version), "%d", s->def_version);
 	snprintf(priority, sizeof(priority), "%d", s->priority);
+	snprintf(timeout, sizeof(timeout), "%" PRId64, s->timeout_seconds);
 	const char *params[] = {
 		s->ns_id,
 		s->def_name,
@@ -66,8 +73,10 @@ exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 		s->idempotency_key,
 		s->parent_workflow_id,
 		s->parent_task_id,
+		timeout,
+		s->timeout_policy,
 	};
-	PGresult *res = db_exec(db, &exec_start_stmt, 11, params, e);
+	PGresult *res = db_exec(db, &exec_start_stmt, 13, params, e);
 	if (!res)
 		return false;
 	*created = PQntuples(res) == 1;

@@ -32,14 +32,19 @@ struct exec_start {
 	int priority;
 	const char *parent_workflow_id; /* may be NULL */
 	const char *parent_task_id;     /* may be NULL */
+	/* The definition's timeoutSeconds (0: none) and timeoutPolicy
+	 * (TIME_OUT_WF or ALERT_ONLY): a workflowTimeout timer. */
+	int64_t timeout_seconds;
+	const char *timeout_policy;
 };
 
 /*
  * One statement, so one transaction: the execution, its idempotency key
  * (INSERT … ON CONFLICT DO NOTHING: the key's table is unpartitioned, so
- * its primary key really constrains), its first "DecideQueues" row and its
- * first event.  When the key already exists nothing is written, *created is
- * false and id_out is the existing execution's id.
+ * its primary key really constrains), its first "DecideQueues" row, its
+ * first event and, with a timeout, its workflowTimeout timer.  When the key
+ * already exists nothing is written, *created is false and id_out is the
+ * existing execution's id.
  */
 bool exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 		bool *created, struct err *e);

@@ -9,30 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * Events of one statement: rows of t (each a task of some workflow) become
- * events numbered from their execution's counter.  The counter is advanced
- * by the number of the statement's events of that execution, under the
- * execution's row lock, so numbers are gap-free per workflow.
- */
-#define EVENTS_FROM(src, type, data)                                                                           \
-	" g AS (SELECT \"workflowId\", count(*) AS n FROM " src                                                \
-	"   GROUP BY \"workflowId\"),"                                                                         \
-	" w AS (UPDATE \"WorkflowExecutions\" e"                                                               \
-	"   SET \"eventSeq\" = e.\"eventSeq\" + g.n FROM g"                                                    \
-	"   WHERE e.\"id\" = g.\"workflowId\" AND " SQL_EXEC_WINDOW(                                           \
-		"e",                                                                                           \
-		"g.\"workflowId\"") " RETURNING e.\"id\", e.\"namespaceId\","                                  \
-				    "   e.\"eventSeq\" - g.n AS base),"                                        \
-				    " ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\"," \
-				    "   \"seq\", \"type\", \"taskId\", \"data\")"                              \
-				    "   SELECT w.\"id\", w.\"namespaceId\", w.base + row_number() OVER"        \
-				    "   (PARTITION BY s.\"workflowId\" ORDER BY s.\"id\"), " type              \
-				    ","                                                                        \
-				    "   s.\"id\", " data " FROM " src                                          \
-				    " s JOIN w ON w.\"id\" ="                                                  \
-				    "   s.\"workflowId\")"
-
 DB_STMT(queue_lease_stmt,
 	"WITH c AS (SELECT q.\"queueName\", q.\"id\" FROM \"TaskQueues\" q"
 	"   WHERE q.\"queueName\" = $1 AND q.\"leaseExpiresAt\" IS NULL"

@@ -22,15 +22,26 @@ extern struct db_stmt *const executions_repo_stmts[];
 extern struct db_stmt *const migrate_stmts[];
 extern struct db_stmt *const notify_stmts[];
 extern struct db_stmt *const partition_repo_stmts[];
+extern struct db_stmt *const polls_repo_stmts[];
 extern struct db_stmt *const queue_repo_stmts[];
+extern struct db_stmt *const timers_repo_stmts[];
 
+/* One module a line, in name order. */
+/* clang-format off */
 static struct db_stmt *const *const modules[] = {
-	actions_repo_stmts,    db_stmts,
-	decide_repo_stmts,     definitions_repo_stmts,
-	executions_repo_stmts, migrate_stmts,
-	notify_stmts,          partition_repo_stmts,
+	actions_repo_stmts,
+	db_stmts,
+	decide_repo_stmts,
+	definitions_repo_stmts,
+	executions_repo_stmts,
+	migrate_stmts,
+	notify_stmts,
+	partition_repo_stmts,
+	polls_repo_stmts,
 	queue_repo_stmts,
+	timers_repo_stmts,
 };
+/* clang-format on */
 
 static struct db_stmt **all;
 static size_t count;

@@ -31,4 +31,28 @@
 	"('COMPLETED', 'COMPLETED_WITH_ERRORS', 'FAILED', " \
 	"'FAILED_WITH_TERMINAL_ERROR', 'TIMED_OUT', 'CANCELED', 'SKIPPED')"
 
+/*
+ * Events of one statement: rows of src (each a task of some workflow) become
+ * events numbered from their execution's counter.  The counter is advanced
+ * by the number of the statement's events of that execution, under the
+ * execution's row lock, so numbers are gap-free per workflow.
+ */
+#define EVENTS_FROM(src, type, data)                                                                           \
+	" g AS (SELECT \"workflowId\", count(*) AS n FROM " src                                                \
+	"   GROUP BY \"workflowId\"),"                                                                         \
+	" w AS (UPDATE \"WorkflowExecutions\" e"                                                               \
+	"   SET \"eventSeq\" = e.\"eventSeq\" + g.n FROM g"                                                    \
+	"   WHERE e.\"id\" = g.\"workflowId\" AND " SQL_EXEC_WINDOW(                                           \
+		"e",                                                                                           \
+		"g.\"workflowId\"") " RETURNING e.\"id\", e.\"namespaceId\","                                  \
+				    "   e.\"eventSeq\" - g.n AS base),"                                        \
+				    " ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\"," \
+				    "   \"seq\", \"type\", \"taskId\", \"data\")"                              \
+				    "   SELECT w.\"id\", w.\"namespaceId\", w.base + row_number() OVER"        \
+				    "   (PARTITION BY s.\"workflowId\" ORDER BY s.\"id\"), " type              \
+				    ","                                                                        \
+				    "   s.\"id\", " data " FROM " src                                          \
+				    " s JOIN w ON w.\"id\" ="                                                  \
+				    "   s.\"workflowId\")"
+
 #endif

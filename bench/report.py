@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""report.py LOG -- the tables of one bench/run.sh log (markdown).
+
+Reads RESULT| lines (node-flow and peers), TASKS|/LATENCY| (node-flow), PROBE| (per-phase
+counters from probe.sh), TABLE| (rows written per table) and SAMPLE| (pg_stat_activity and top
+samples) and prints: the comparison table with node-flow's ratio to each peer, the targets, and
+per node-flow shape where its time and its database work went.
+"""
+import collections
+import re
+import sys
+
+HZ = 100  # USER_HZ
+
+
+def num(s):
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return None
+
+
+def fmt(x, d=0):
+    return "-" if x is None else f"{x:,.{d}f}"
+
+
+def main(path):
+    results = []  # (system, e2e, enq, drain, setting, notes)
+    probes = collections.defaultdict(dict)  # shape -> label -> fields
+    tables = collections.defaultdict(list)
+    waits = collections.defaultdict(collections.Counter)
+    tops = collections.defaultdict(lambda: collections.defaultdict(list))
+    lat = {}
+    shape = None
+    for line in open(path, errors="replace"):
+        line = line.rstrip("\n")
+        m = re.match(r"== node-flow (\d+)-task", line)
+        if m:
+            shape = m.group(1)
+            continue
+        if line.startswith("== peers"):
+            shape = None
+        p = line.split("|")
+        if p[0] == "RESULT" and len(p) >= 6:
+            results.append((p[1], num(p[2]), num(p[3]), num(p[4]), p[5], "|".join(p[6:])))
+        elif p[0] == "LATENCY":
+            lat[p[1]] = dict(kv.split("=", 1) for kv in p[2:] if "=" in kv)
+        elif p[0] == "PROBE" and shape:
+            probes[shape][p[1]] = [num(x) for x in p[2:]]
+        elif p[0] == "TABLE":
+            tables[p[1]].append(p[2:])
+        elif p[0] == "SAMPLE" and len(p) >= 3:
+            if p[2] == "WAIT" and len(p) >= 6:
+                waits[p[1]][(p[4], p[5][:40])] += 1
+            elif p[2] == "TOP" and len(p) >= 6:
+                tops[p[1]][p[5]].append((p[3], num(p[4]) or 0))
+
+    def notes(r):
+        return dict(kv.split("=", 1) for kv in r[5].split() if "=" in kv)
+
+    def steps_per_s(r):
+        """tasks (node-flow) or steps (DBOS) per second in the drain phase."""
+        n = notes(r)
+        for k in ("tasks_per_s_drain", "steps_per_s_drain"):
+            if k in n:
+                return num(n[k])
+        return None
+
+    by = {}
+    for r in results:
+        by.setdefault(r[0], r)
+    nf1 = by.get("node-flow 1-task")
+    nf5 = by.get("node-flow 5-task")
+
+    print("## Throughput (jobs or workflows per second; N per system in the log header)\n")
+    print("| system | wf or jobs/s e2e | enqueue/s | drain/s | tasks or steps/s (drain) "
+          "| node-flow 1-task e2e ÷ this | node-flow 5-task tasks/s ÷ this steps/s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        sps = steps_per_s(r)
+        ratio1 = f"{nf1[1] / r[1]:.2f}×" if nf1 and r[1] and not r[0].startswith("node-flow") else ""
+        ratio5 = ""
+        if nf5 and sps and r[0].startswith("DBOS"):
+            ratio5 = f"{steps_per_s(nf5) / sps:.2f}×"
+        print(f"| {r[0]} | {fmt(r[1])} | {fmt(r[2])} | {fmt(r[3])} | {fmt(sps)} | {ratio1} | {ratio5} |")
+    print()
+    print("Settings:")
+    for r in results:
+        print(f"- {r[0]}: {r[4]}")
+    print()
+
+    print("## Targets\n")
+    print("| target | node-flow | peer | ratio | met? |")
+    print("|---|---:|---:|---:|---|")
+
+    def target(label, ours, theirs, want):
+        if ours is None or not theirs:
+            print(f"| {label} | {fmt(ours)} | {fmt(theirs)} | - | not measured |")
+            return
+        q = ours / theirs
+        print(f"| {label} | {fmt(ours)} | {fmt(theirs)} | {q:.2f}× | "
+              f"{'yes' if q >= want else 'no'} (want ≥ {want}×) |")
+
+    d1, d3, g20 = by.get("DBOS 1-step"), by.get("DBOS 3-step"), by.get("graphile-worker")
+    target("1-task wf/s e2e vs DBOS 1-step wf/s e2e", nf1 and nf1[1], d1 and d1[1], 3)
+    target("1-task wf/s e2e vs graphile-worker (c=20) jobs/s e2e", nf1 and nf1[1], g20 and g20[1], 1.5)
+    target("5-task tasks/s (drain) vs DBOS 3-step steps/s (drain)", nf5 and steps_per_s(nf5),
+           d3 and steps_per_s(d3), 3)
+    if nf5 and d3:
+        n5, nd = notes(nf5), notes(d3)
+        target("5-task tasks/s e2e vs DBOS 3-step steps/s e2e", num(n5.get("tasks_per_s_e2e")),
+               d3[1] * 3 if d3[1] else None, 3)
+    print()
+
+    for s in sorted(lat):
+        L = lat[s]
+        print(f"- {s}: start response → first task in a worker's poll: p50 {L.get('p50_ms')} ms, "
+              f"p90 {L.get('p90_ms')} ms, p99 {L.get('p99_ms')} ms (n={L.get('n')})")
+    print()
+
+    for shape in sorted(probes):
+        pr = probes[shape]
+        r = by.get(f"node-flow {shape}-task") or by.get(f"node-flow {shape}-task mixed")
+        n = None
+        if r:
+            m = re.search(r"N=(\d+)", open(path).read())
+            n = int(m.group(1)) if m else None
+        print(f"## node-flow {shape}-task: where the time and the work went\n")
+        print("| phase | wall s | machine busy | node-flow CPU | postgres CPU | loadgen CPU "
+              "| other CPU | txn/wf | WAL B/wf | WAL rec/wf |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        labels = [l for l in ("start", "enqueued", "done") if l in pr]
+        for a, b in zip(labels, labels[1:]):
+            A, B = pr[a], pr[b]
+            wall = (B[0] - A[0]) / 1000 - 1.2  # the probe's own sleep
+            busy, total = B[1] - A[1], B[2] - A[2]
+            cores = total / HZ / max(wall + 1.2, 1e-9)
+            nf, pg, lg = B[3] - A[3], B[4] - A[4], B[5] - A[5]
+            other = max(busy - nf - pg - lg, 0)
+
+            def pct(x):
+                return f"{100 * x / total * cores:.0f}%" if total else "-"
+            per = (lambda x: f"{x / n:.2f}") if n else (lambda x: "-")
+            perb = (lambda x: f"{x / n:,.0f}") if n else (lambda x: "-")
+            print(f"| {a}→{b} | {wall:.1f} | {pct(busy)} of {cores:.0f} cores | {pct(nf)} | {pct(pg)} | "
+                  f"{pct(lg)} | {pct(other)} | {per(B[6] - A[6])} | {perb(B[7] - A[7])} | "
+                  f"{per(B[8] - A[8])} |")
+        print("\n(CPU as % of one core, averaged over the phase; 'other' is every process outside "
+              "the benchmark, i.e. what else ran on the machine.)\n")
+        if tables.get(shape):
+            print("Rows written per workflow, by table (inserts / updates (HOT) / deletes):\n")
+            for t in tables[shape]:
+                ins, upd, hot, dele = (int(x) for x in t[1:5])
+                if n:
+                    print(f"- {t[0]}: {ins / n:.2f} / {upd / n:.2f} ({hot / n:.2f}) / {dele / n:.2f}")
+            print()
+        w = waits.get(shape)
+        if w:
+            tot = sum(w.values())
+            print(f"Backend samples (pg_stat_activity every 0.5 s, {tot} non-idle samples), top 12:\n")
+            print("| share | wait event (CPU = none) | statement |")
+            print("|---:|---|---|")
+            for (ev, q), c in w.most_common(12):
+                print(f"| {100 * c / tot:.0f}% | {ev} | `{q}` |")
+            ev = collections.Counter()
+            for (e, _), c in w.items():
+                ev[e] += c
+            print("\nBy wait event: " + ", ".join(f"{e} {100 * c / tot:.0f}%" for e, c in ev.most_common(8)))
+            print()
+        t = tops.get(shape)
+        if t:
+            samples = len({k for v in t.values() for k, _ in v}) or 1
+            mean = {cmd: sum(c for _, c in v) / samples for cmd, v in t.items()}
+            print(f"top, {samples} samples: mean %CPU per command (all its processes summed): " +
+                  ", ".join(f"{k} {v:.0f}%" for k, v in sorted(mean.items(), key=lambda kv: -kv[1])[:6]))
+            print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# bench/run.sh -- node-flow beside its peers, in one run, on one fresh PostgreSQL 18 cluster.
+#
+#   bench/run.sh            N=20000: node-flow 1-task and 5-task workflows, then the peers
+#   bench/run.sh --quick    N=5000, same steps (a few minutes)
+#   options: --n N  --no-peers  --only T (1 or 5: one node-flow shape only)
+#
+# Steps: build node-flow (meson, -O2, in bench/.build so it never races a `make` in build/) and
+# bench/loadgen; start the cluster with shared/bench/pg.sh (port 55433, the peers' fixed
+# settings); for each shape, a fresh database, `nodeflow migrate`, `nodeflow serve` on a free
+# port, bench/loadgen (enqueue phase, then drain phase, like the peers), the server stopped;
+# then the peers exactly as shared/bench/run-all.sh runs them (graphile-worker concurrency 20,
+# pg-boss 8x500, DBOS 3-step and 1-step); then one table with node-flow's ratio to each peer.
+# Everything it started is stopped on exit (trap). Raw log: $BENCH_RESULTS/nodeflow-run-*.log
+#
+# Server and worker settings (environment):
+#   NF_SERVER_FLAGS  flags for `nodeflow serve` (default below: the best found, docs/benchmarks.md)
+#   NF_WORKERS NF_BATCH NF_WAIT_MS NF_CONC NF_MODE   loadgen --workers --batch --wait-ms
+#                                                      --concurrency --mode
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+SHARED="${BENCH_SHARED:-/work/shared/bench}"
+# The shared folder is read-only by intent; as root `-w` is true, so say where deps go.
+export BENCH_DEPS="${BENCH_DEPS:-/tmp/nodeflow-bench-deps}"
+export BENCH_RESULTS="${BENCH_RESULTS:-/tmp/nodeflow-bench-results}"
+eval "$("$SHARED/pg.sh" env)"
+export PGHOST PGPORT PGUSER
+
+N=20000
+PEERS=1
+SHAPES="1 5"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) N=5000 ;;
+    --n) N="$2"; shift ;;
+    --n=*) N="${1#--n=}" ;;
+    --no-peers) PEERS=0 ;;
+    --only) SHAPES="$2"; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+NF_SERVER_FLAGS="${NF_SERVER_FLAGS:---http-threads 4 --db-pool-size 16 --decider-threads 2 --decider-batch 256}"
+NF_WORKERS="${NF_WORKERS:-4}"
+NF_BATCH="${NF_BATCH:-100}"
+NF_WAIT_MS="${NF_WAIT_MS:-1000}"
+NF_CONC="${NF_CONC:-16}"
+NF_MODE="${NF_MODE:-phased}"
+NF_BIN="${NF_BIN:-$HERE/.build/nodeflow}"
+
+mkdir -p "$BENCH_RESULTS"
+STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
+LOG="$BENCH_RESULTS/nodeflow-run-$STAMP.log"
+WORK="$(mktemp -d /tmp/nodeflow-bench.XXXXXX)"
+SERVER_PID=""
+SAMPLER_PID=""
+
+cleanup() {
+  local rc=$?
+  [ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null && wait "$SAMPLER_PID" 2>/dev/null
+  if [ -n "$SERVER_PID" ]; then
+    kill "$SERVER_PID" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$SERVER_PID" 2>/dev/null
+  fi
+  "$SHARED/pg.sh" stop >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+T0=$(date +%s)
+log() { echo "$@" | tee -a "$LOG"; }
+
+# ------------------------------------------------------------------ build
+log "# node-flow bench $(date -u +%FT%TZ) host=$(hostname) cores=$(nproc) N=$N"
+log "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+log "# commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' + uncommitted changes')"
+if [ -z "${NF_BIN_PREBUILT:-}" ]; then
+  make -C "$ROOT" --no-print-directory BUILD="$HERE/.build" build >"$WORK/build.log" 2>&1 ||
+    { cat "$WORK/build.log"; echo "run.sh: node-flow build failed" >&2; exit 1; }
+fi
+make -C "$HERE" --no-print-directory loadgen >"$WORK/lg-build.log" 2>&1 ||
+  { cat "$WORK/lg-build.log"; echo "run.sh: loadgen build failed" >&2; exit 1; }
+log "# server: $NF_BIN ($("$NF_BIN" version)), flags: $NF_SERVER_FLAGS"
+
+"$SHARED/pg.sh" start 2>&1 | tee -a "$LOG"
+
+# ------------------------------------------------------------- node-flow
+start_server() { # db
+  "$NF_BIN" serve --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$1" \
+    --listen 127.0.0.1:0 --log-level warn $NF_SERVER_FLAGS >"$WORK/server.out" 2>"$WORK/server.err" &
+  SERVER_PID=$!
+  local port=""
+  for _ in $(seq 100); do
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$WORK/server.out")
+    [ -n "$port" ] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.err"; return 1; }
+    sleep 0.1
+  done
+  [ -n "$port" ] || { echo "run.sh: server did not start" >&2; cat "$WORK/server.err"; return 1; }
+  for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
+    sleep 0.1
+  done
+  SERVER_URL="http://127.0.0.1:$port"
+}
+
+stop_server() {
+  kill "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+  grep -iE 'error|warn' "$WORK/server.err" | sort | uniq -c | sort -rn | head -5 | sed 's/^/# server log: /' | tee -a "$LOG" || true
+}
+
+run_nodeflow() { # tasks
+  local t="$1" db="nodeflow_bench_$1"
+  psql -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
+  "$NF_BIN" migrate --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$db" >/dev/null
+  start_server "$db"
+  "$HERE/sample.sh" "$db" >"$WORK/sample-$t.txt" 2>/dev/null &
+  SAMPLER_PID=$!
+  log "== node-flow $t-task workflows (N=$N) at $SERVER_URL =="
+  NF_PID="$SERVER_PID" NF_DB="$db" "$HERE/loadgen" --server "$SERVER_URL" --n "$N" --tasks "$t" \
+    --workers "$NF_WORKERS" --batch "$NF_BATCH" --wait-ms "$NF_WAIT_MS" --concurrency "$NF_CONC" \
+    --mode "$NF_MODE" --setting "$NF_SERVER_FLAGS" --hook "$HERE/probe.sh" 2>&1 | tee -a "$LOG" ||
+    log "# loadgen failed"
+  kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null || true; SAMPLER_PID=""
+  # What the database wrote per table (partitions folded into their parent).
+  psql -At -d "$db" -c "
+    select 'TABLE|$t|' || tbl || '|' || ins || '|' || upd || '|' || hot || '|' || del from (
+      select coalesce(i.inhparent::regclass::text, s.relid::regclass::text) as tbl,
+             sum(n_tup_ins) ins, sum(n_tup_upd) upd, sum(n_tup_hot_upd) hot, sum(n_tup_del) del
+        from pg_stat_user_tables s left join pg_inherits i on i.inhrelid = s.relid
+       group by 1 having sum(n_tup_ins + n_tup_upd + n_tup_del) > 0) x order by 1" | tee -a "$LOG"
+  sed "s/^/SAMPLE|$t|/" "$WORK/sample-$t.txt" >>"$LOG"
+  stop_server
+  psql -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
+}
+
+for t in $SHAPES; do run_nodeflow "$t"; done
+
+# ------------------------------------------------------------------ peers
+if [ "$PEERS" = 1 ]; then
+  log "== peers (N=$N), as shared/bench/run-all.sh runs them =="
+  (
+    cd "$SHARED"
+    node peers/graphile-worker.js --n="$N" --concurrency=20
+    node peers/pg-boss.js --n="$N" --workers=8 --batchSize=500
+    node peers/dbos.js --n="$N" --steps=3 --workerConc=200 --pollMs=50 --pool=20
+    node peers/dbos.js --n="$N" --steps=1 --workerConc=200 --pollMs=50 --pool=20
+  ) 2>&1 | tee -a "$LOG"
+fi
+log "# load after: $(cut -d' ' -f1-3 /proc/loadavg); total wall time: $(( $(date +%s) - T0 )) s"
+
+echo
+python3 "$HERE/report.py" "$LOG" | tee "$LOG.table"
+echo "raw log: $LOG"
