@@ -7,6 +7,7 @@
 #include "http/fields.h"
 #include "store/actions_repo.h"
 #include "store/executions_repo.h"
+#include "util/json.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
 #include "util/uuid.h"
@@ -429,42 +430,47 @@ workflows_list(struct http_request *req, struct http_response *res)
 
 /*
  * POST /v1/ns/{ns}/workflows/{id}/{action}: terminate {reason?}, pause,
- * resume, retry.  409 when the workflow's status does not allow it.
+ * resume, retry, skip {taskRefName}, restart, rerun {taskRefName,
+ * taskInput?, workflowInput?}.  409 when the workflow's status does not
+ * allow the action.
  */
+enum action { TERMINATE, PAUSE, RESUME, RETRY, SKIP, RESTART, RERUN, UNKNOWN };
+
+static const char *const action_names[] = {
+	"terminate", "pause",   "resume", "retry",
+	"skip",      "restart", "rerun",  NULL,
+};
+
 void
 workflows_action(struct http_request *req, struct http_response *res)
 {
 	const char *id = path_id(req, res);
 	if (!id)
 		return;
-	const char *action = http_param(req, "action");
+	const char *name = http_param(req, "action");
+	enum action which = TERMINATE;
+	while (action_names[which] && strcmp(action_names[which], name) != 0)
+		which++;
+	if (which == UNKNOWN) {
+		http_fail(res, ERR_NOT_FOUND,
+			  "unknown action \"%.40s\" (terminate, pause, resume, "
+			  "retry, skip, restart, rerun)",
+			  name);
+		return;
+	}
 	json_t *body = api_body_object(req, res, true);
 	if (!body)
 		return;
 	struct dsl_errors errs = {0};
 	const char *reason = field_str(body, "reason", false, 8192, &errs);
+	const char *ref =
+		field_str(body, "taskRefName", which == SKIP || which == RERUN,
+			  255, &errs);
+	const json_t *task_input = field_obj(body, "taskInput", &errs);
+	const json_t *wf_input = field_obj(body, "workflowInput", &errs);
 	if (errs.n) {
 		api_fail_validation(res, "invalid request", &errs);
 		dsl_errors_free(&errs);
-		json_decref(body);
-		return;
-	}
-	enum {
-		TERMINATE,
-		PAUSE,
-		RESUME,
-		RETRY,
-		UNKNOWN
-	} which = strcmp(action, "terminate") == 0 ? TERMINATE
-		  : strcmp(action, "pause") == 0   ? PAUSE
-		  : strcmp(action, "resume") == 0  ? RESUME
-		  : strcmp(action, "retry") == 0   ? RETRY
-						   : UNKNOWN;
-	if (which == UNKNOWN) {
-		http_fail(res, ERR_NOT_FOUND,
-			  "unknown action \"%.40s\" (terminate, pause, resume, "
-			  "retry)",
-			  action);
 		json_decref(body);
 		return;
 	}
@@ -472,15 +478,29 @@ workflows_action(struct http_request *req, struct http_response *res)
 	char ns_id[37];
 	if (db && api_namespace(req, res, db, ns_id)) {
 		struct err e = ERR_INIT;
-		bool ok = which == TERMINATE
-				  ? action_terminate(db, ns_id, id, reason, &e)
-			  : which == PAUSE  ? action_pause(db, ns_id, id, &e)
-			  : which == RESUME ? action_resume(db, ns_id, id, &e)
-					    : action_retry(db, ns_id, id, &e);
+		char *ti = task_input ? json_db_text(task_input) : NULL;
+		char *wi = wf_input ? json_db_text(wf_input) : NULL;
+		bool ok;
+		switch (which) {
+		case TERMINATE:
+			ok = action_terminate(db, ns_id, id, reason, &e);
+			break;
+		case PAUSE: ok = action_pause(db, ns_id, id, &e); break;
+		case RESUME: ok = action_resume(db, ns_id, id, &e); break;
+		case RETRY: ok = action_retry(db, ns_id, id, &e); break;
+		case SKIP: ok = action_skip(db, ns_id, id, ref, &e); break;
+		case RESTART: ok = action_restart(db, ns_id, id, &e); break;
+		default:
+			ok = action_rerun(db, ns_id, id, ref, ti, wi, &e);
+			break;
+		}
+		free(ti);
+		free(wi);
 		if (ok) {
-			if (which == RESUME)
+			if (which == RESUME || which == SKIP ||
+			    which == RESTART)
 				decide_loop_wake_all();
-			if (which == RETRY) {
+			if (which == RETRY || which == RERUN) {
 				/* A task was queued outside the decider: wake
 				 * the polls that wait for it, here and
 				 * elsewhere. */

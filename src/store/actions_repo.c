@@ -141,6 +141,116 @@ DB_STMT(action_retry_stmt,
 						"   nt.\"refName\", 'attempt', nt.\"attempt\") FROM w, nt)"
 						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
 
+/* One open task of the reference becomes SKIPPED; the decider then goes on
+ * as if it had completed. */
+DB_STMT(action_skip_stmt,
+	"WITH cur AS (SELECT e.\"id\", e.\"status\" FROM \"WorkflowExecutions\" e"
+	"   WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+		"e",
+		"$2::uuid") "),"
+			    " t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'SKIPPED',"
+			    "   \"endedAt\" = now(), \"updatedAt\" = now(),"
+			    "   \"reasonForIncompletion\" = 'skipped by an operator'"
+			    "   WHERE te.\"workflowId\" = $2::uuid AND te.\"refName\" = $3"
+			    "   AND te.\"status\" NOT IN " SQL_TASK_TERMINAL
+			    "   AND EXISTS (SELECT 1 FROM cur WHERE cur.\"status\" IN"
+			    "   ('RUNNING', 'PAUSED'))"
+			    "   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\","
+			    "   te.\"queueName\"),"
+			    " q AS (DELETE FROM \"TaskQueues\" q USING t"
+			    "   WHERE q.\"queueName\" = t.\"queueName\" AND q.\"taskId\" = t.\"id\"),"
+			    " d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+			    "   \"reason\") SELECT DISTINCT \"workflowId\", \"namespaceId\", 'skip'"
+			    "   FROM t ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
+			    "   EXCLUDED.\"reason\", \"enqueuedAt\" = now() RETURNING \"workflowId\"),"
+			    " td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+				    "td", "'TASK_SKIPPED'",
+				    "jsonb_build_object('refName', $3::text)") " SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM t)");
+
+/*
+ * An ended workflow runs again from its first task, under the same id: its
+ * tasks are removed (the history keeps every event of them) and the
+ * version goes back to 0, which is what tells the decider "never
+ * evaluated".  The events go on numbering where they were.
+ */
+DB_STMT(action_restart_stmt,
+	"WITH cur AS (SELECT e.\"id\", e.\"status\" FROM \"WorkflowExecutions\" e"
+	"   WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+		"e",
+		"$2::uuid") "),"
+			    " w AS (UPDATE \"WorkflowExecutions\" e SET \"status\" = 'RUNNING',"
+			    "   \"version\" = 0, \"output\" = '{}', \"reasonForIncompletion\" = NULL,"
+			    "   \"failedTaskRef\" = NULL, \"endedAt\" = NULL, \"updatedAt\" = now(),"
+			    "   \"eventSeq\" = e.\"eventSeq\" + 1"
+			    "   WHERE e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+				    "e",
+				    "$2::uuid") "   AND e.\"status\" IN ('COMPLETED', 'FAILED', 'TIMED_OUT', 'TERMINATED')"
+						"   RETURNING e.\"id\", e.\"namespaceId\", e.\"eventSeq\"),"
+						" gone AS (DELETE FROM \"TaskExecutions\" t USING w"
+						"   WHERE t.\"workflowId\" = w.\"id\"),"
+						" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+						"   \"reason\") SELECT \"id\", \"namespaceId\", 'restart' FROM w"
+						"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
+						"   EXCLUDED.\"reason\", \"enqueuedAt\" = now()),"
+						" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+						"   \"seq\", \"type\") SELECT \"id\", \"namespaceId\", \"eventSeq\","
+						"   'WORKFLOW_RESTARTED' FROM w)"
+						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
+
+/*
+ * Rerun an ended workflow from one of its tasks: that task and every task
+ * scheduled after it are removed, and the task is scheduled again (a new
+ * attempt, with new input if given); the workflow's input may be replaced.
+ */
+DB_STMT(action_rerun_stmt,
+	"WITH cur AS (SELECT e.\"id\", e.\"status\" FROM \"WorkflowExecutions\" e"
+	"   WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+		"e",
+		"$2::uuid") "),"
+			    " pivot AS (SELECT t.* FROM \"TaskExecutions\" t"
+			    "   WHERE t.\"workflowId\" = $2::uuid AND t.\"refName\" = $3"
+			    "   ORDER BY t.\"iteration\" DESC, t.\"attempt\" DESC LIMIT 1),"
+			    " w AS (UPDATE \"WorkflowExecutions\" e SET \"status\" = 'RUNNING',"
+			    "   \"version\" = e.\"version\" + 1, \"output\" = '{}',"
+			    "   \"input\" = coalesce($5::jsonb, e.\"input\"),"
+			    "   \"reasonForIncompletion\" = NULL, \"failedTaskRef\" = NULL,"
+			    "   \"endedAt\" = NULL, \"updatedAt\" = now(),"
+			    "   \"eventSeq\" = e.\"eventSeq\" + 2"
+			    "   WHERE e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+				    "e",
+				    "$2::uuid") "   AND e.\"status\" IN ('COMPLETED', 'FAILED', 'TIMED_OUT', 'TERMINATED')"
+						"   AND EXISTS (SELECT 1 FROM pivot)"
+						"   RETURNING e.\"id\", e.\"namespaceId\", e.\"priority\","
+						"   e.\"eventSeq\" - 2 AS base),"
+						" gone AS (DELETE FROM \"TaskExecutions\" t USING w, pivot"
+						"   WHERE t.\"workflowId\" = $2::uuid"
+						"   AND t.\"scheduledAt\" >= pivot.\"scheduledAt\""
+						"   AND t.\"id\" <> $6::uuid),"
+						" nt AS (INSERT INTO \"TaskExecutions\" (\"id\", \"workflowId\","
+						"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
+						"   \"iteration\", \"attempt\", \"status\", \"input\", \"queueName\","
+						"   \"scheduledAt\", \"updatedAt\", \"deciderSeenAt\")"
+						"   SELECT $6::uuid, pivot.\"workflowId\", pivot.\"namespaceId\","
+						"   pivot.\"refName\", pivot.\"taskDefName\", pivot.\"taskType\","
+						"   pivot.\"iteration\", pivot.\"attempt\" + 1, 'SCHEDULED',"
+						"   coalesce($4::jsonb, pivot.\"input\"), pivot.\"queueName\","
+						"   clock_timestamp(), now(), NULL FROM pivot, w"
+						"   RETURNING \"id\", \"queueName\", \"taskType\", \"refName\","
+						"   \"attempt\"),"
+						" nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
+						"   \"workflowId\", \"namespaceId\", \"taskType\", \"priority\")"
+						"   SELECT nt.\"queueName\", nt.\"id\", w.\"id\", w.\"namespaceId\","
+						"   nt.\"taskType\", w.\"priority\" FROM nt, w"
+						"   WHERE nt.\"queueName\" IS NOT NULL),"
+						" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+						"   \"seq\", \"type\", \"taskId\", \"data\")"
+						"   SELECT w.\"id\", w.\"namespaceId\", w.base + 1, 'WORKFLOW_RERUN',"
+						"   NULL, jsonb_build_object('fromRefName', $3::text) FROM w"
+						"   UNION ALL SELECT w.\"id\", w.\"namespaceId\", w.base + 2,"
+						"   'TASK_SCHEDULED', nt.\"id\", jsonb_build_object('refName',"
+						"   nt.\"refName\", 'attempt', nt.\"attempt\") FROM w, nt)"
+						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
+
 static bool
 run(struct db *db, struct db_stmt *stmt, const char *action, int n,
     const char *const *params, struct err *e)
@@ -191,9 +301,60 @@ action_retry(struct db *db, const char *ns_id, const char *id, struct err *e)
 }
 
 struct db_stmt *const actions_repo_stmts[] = {
-	&action_terminate_stmt,
-	&action_pause_stmt,
-	&action_resume_stmt,
-	&action_retry_stmt,
-	NULL,
+	&action_terminate_stmt, &action_pause_stmt,
+	&action_resume_stmt,    &action_retry_stmt,
+	&action_skip_stmt,      &action_restart_stmt,
+	&action_rerun_stmt,     NULL,
 };
+
+bool
+action_skip(struct db *db, const char *ns_id, const char *id, const char *ref,
+	    struct err *e)
+{
+	const char *params[] = {ns_id, id, ref};
+	PGresult *res = db_exec(db, &action_skip_stmt, 3, params, e);
+	if (!res)
+		return false;
+	bool found = !PQgetisnull(res, 0, 0);
+	bool applied = strcmp(PQgetvalue(res, 0, 1), "0") != 0;
+	if (!found)
+		err_set(e, ERR_NOT_FOUND, "workflow %s not found", id);
+	else if (!applied)
+		err_set(e, ERR_CONFLICT,
+			"cannot skip task %.200s of workflow %s (%s): it has no "
+			"open attempt, or the workflow has ended",
+			ref, id, PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return found && applied;
+}
+
+bool
+action_restart(struct db *db, const char *ns_id, const char *id, struct err *e)
+{
+	const char *params[] = {ns_id, id};
+	return run(db, &action_restart_stmt, "restart", 2, params, e);
+}
+
+bool
+action_rerun(struct db *db, const char *ns_id, const char *id, const char *ref,
+	     const char *task_input, const char *workflow_input, struct err *e)
+{
+	char task_id[37];
+	uuid_v7(task_id);
+	const char *params[] = {ns_id,          id,     ref, task_input,
+				workflow_input, task_id};
+	PGresult *res = db_exec(db, &action_rerun_stmt, 6, params, e);
+	if (!res)
+		return false;
+	bool found = !PQgetisnull(res, 0, 0);
+	bool applied = strcmp(PQgetvalue(res, 0, 1), "0") != 0;
+	if (!found)
+		err_set(e, ERR_NOT_FOUND, "workflow %s not found", id);
+	else if (!applied)
+		err_set(e, ERR_CONFLICT,
+			"cannot rerun workflow %s from task %.200s: the workflow "
+			"is %s (it must have ended) or has no such task",
+			id, ref, PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return found && applied;
+}

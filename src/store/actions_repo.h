@@ -1,8 +1,8 @@
 /*
  * actions_repo — operator actions on a workflow: terminate, pause, resume,
- * retry.  Each is one statement, so one transaction, that changes the
- * execution (bumping its version, so a decision computed before it fails
- * its guard and is made again), its tasks and queue rows as needed, and
+ * retry, skip, restart, rerun.  Each is one statement, so one transaction, that
+ * changes the execution (bumping its version, so a decision computed before it
+ * fails its guard and is made again), its tasks and queue rows as needed, and
  * appends its events.
  *
  * Threads: callers bring their own connection.  Failure: false with e set;
@@ -31,5 +31,18 @@ bool action_resume(struct db *db, const char *ns_id, const char *id,
  * (the failed attempts stay). */
 bool action_retry(struct db *db, const char *ns_id, const char *id,
 		  struct err *e);
+
+/* An open attempt of task `ref` → SKIPPED; the workflow goes on past it. */
+bool action_skip(struct db *db, const char *ns_id, const char *id,
+		 const char *ref, struct err *e);
+/* An ended workflow runs again from its first task, under the same id. */
+bool action_restart(struct db *db, const char *ns_id, const char *id,
+		    struct err *e);
+/* An ended workflow runs again from task `ref`: that task and the ones
+ * scheduled after it are removed and the task scheduled anew (task_input
+ * and workflow_input: JSON text replacing the inputs, or NULL). */
+bool action_rerun(struct db *db, const char *ns_id, const char *id,
+		  const char *ref, const char *task_input,
+		  const char *workflow_input, struct err *e);
 
 #endif
