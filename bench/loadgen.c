@@ -55,6 +55,7 @@ static struct {
 	long batch;
 	long wait_ms;
 	long concurrency;
+	double rate; /* starts per second in total, 0: as fast as they go */
 	const char *mode; /* phased | mixed */
 	const char *setting;
 	const char *hook; /* run as `hook LABEL` between phases (untimed) */
@@ -205,6 +206,7 @@ static atomic_long result_errors; /* results refused (ok:false) or failed */
 static atomic_long poll_calls, poll_empty, results_calls;
 static atomic_bool workers_stop;
 static atomic_bool starters_done;
+static double t_begin; /* when the starters began (for --rate) */
 
 /* Per start: the workflow id (16 bytes) and when the start answered. */
 struct stamp {
@@ -269,6 +271,12 @@ starter(void *arg)
 		long i = atomic_fetch_add(&next_start, 1);
 		if (i >= opt.n)
 			break;
+		if (opt.rate > 0) { /* open loop: start i is due at i / rate */
+			double due = t_begin + (double)i / opt.rate,
+			       wait = due - now_s();
+			if (wait > 0)
+				usleep((useconds_t)(wait * 1e6));
+		}
 		/* The peers' payload: {"i":n,"kind":"bench","note":"small payload"} */
 		snprintf(body, sizeof(body),
 			 "{\"name\":\"%s\",\"input\":{\"i\":%ld,\"kind\":"
@@ -541,6 +549,8 @@ usage(FILE *out)
 		"(default 100)\n"
 		"  --wait-ms MS        long-poll wait (default 1000)\n"
 		"  --concurrency C     starts in flight (default 16)\n"
+		"  --rate R            at most R starts per second in total "
+		"(default: no limit)\n"
 		"  --mode phased|mixed enqueue then drain, or both at once "
 		"(default phased)\n"
 		"  --setting TEXT      server settings, echoed in the RESULT "
@@ -575,6 +585,7 @@ parse_args(int argc, char **argv)
 		{"mode", 1, 0, 'm'},	 {"setting", 1, 0, 'S'},
 		{"hook", 1, 0, 'H'},	 {"no-register", 0, 0, 'R'},
 		{"timeout", 1, 0, 'T'},	 {"help", 0, 0, 'h'},
+		{"rate", 1, 0, 'r'},
 		{0, 0, 0, 0},
 	};
 	int ch;
@@ -591,6 +602,7 @@ parse_args(int argc, char **argv)
 			opt.concurrency = num(optarg, "concurrency", 1, 1000);
 			break;
 		case 'm': opt.mode = optarg; break;
+		case 'r': opt.rate = (double)num(optarg, "rate", 0, 1000000); break;
 		case 'S': opt.setting = optarg; break;
 		case 'H': opt.hook = optarg; break;
 		case 'R': opt.no_register = true; break;
@@ -636,6 +648,7 @@ main(int argc, char **argv)
 
 	hook("start");
 	double t0 = now_s(), t1, td0 = t0;
+	t_begin = t0;
 	if (opt.mixed) {
 		td0 = t0;
 		for (long i = 0; i < opt.workers; i++) {
@@ -706,16 +719,20 @@ main(int argc, char **argv)
 	double drain = (double)n_ok / drain_s;
 	double tasks_drain = (double)(n_ok * opt.tasks) / drain_s;
 	double tasks_e2e = (double)(n_ok * opt.tasks) / total_s;
+	char rate[48] = "";
+	if (opt.rate > 0)
+		snprintf(rate, sizeof(rate), " rate=%.0f/s", opt.rate);
 	char setting[1024];
 	snprintf(setting, sizeof(setting),
 		 "%s %ld-task wf, %s, workers=%ld batch=%ld waitMs=%ld "
-		 "enqConc=%ld%s%s",
+		 "enqConc=%ld%s%s%s",
 		 opt.mixed ? "mixed" : "phased", opt.tasks, wf_name,
 		 opt.workers, opt.batch, opt.wait_ms, opt.concurrency,
+		 rate,
 		 *opt.setting ? "; server " : "", opt.setting);
 	char sys[64];
-	snprintf(sys, sizeof(sys), "node-flow %ld-task%s", opt.tasks,
-		 opt.mixed ? " mixed" : "");
+	snprintf(sys, sizeof(sys), "node-flow %ld-task%s%s", opt.tasks,
+		 opt.mixed ? " mixed" : "", opt.rate > 0 ? " paced" : "");
 
 	printf("%s [%s] N=%ld: e2e %.1f wf/s | enqueue %.1f/s (%.2f s) | "
 	       "drain %.1f/s (%.2f s) | tasks/s drain %.1f e2e %.1f | "
@@ -723,11 +740,11 @@ main(int argc, char **argv)
 	       sys, setting, n_ok, e2e, enq, enq_s, drain, drain_s,
 	       tasks_drain, tasks_e2e, pct(lat, n_lat, 0.5),
 	       pct(lat, n_lat, 0.99), n_lat);
-	printf("RESULT|%s|%.1f|%.1f|%.1f|%s|tasks_per_s_drain=%.1f "
+	printf("RESULT|%s|%.1f|%.1f|%.1f|%s|n=%ld tasks_per_s_drain=%.1f "
 	       "tasks_per_s_e2e=%.1f lat_p50_ms=%.1f lat_p99_ms=%.1f "
 	       "start_errors=%ld result_errors=%ld polls=%ld empty_polls=%ld "
 	       "results_calls=%ld\n",
-	       sys, e2e, enq, opt.mixed ? e2e : drain, setting, tasks_drain,
+	       sys, e2e, enq, opt.mixed ? e2e : drain, setting, n_ok, tasks_drain,
 	       tasks_e2e, pct(lat, n_lat, 0.5), pct(lat, n_lat, 0.99),
 	       atomic_load(&start_errors), atomic_load(&result_errors),
 	       atomic_load(&poll_calls), atomic_load(&poll_empty),

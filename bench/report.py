@@ -34,9 +34,9 @@ def main(path):
     shape = None
     for line in open(path, errors="replace"):
         line = line.rstrip("\n")
-        m = re.match(r"== node-flow (\d+)-task", line)
+        m = re.match(r"== node-flow (\d+)-task workflows \(N=\d+, ([\w ]+?)(?: rate=[\d.]+)?\)", line)
         if m:
-            shape = m.group(1)
+            shape = m.group(1) + ("" if m.group(2) == "phased" else " " + m.group(2))
             continue
         if line.startswith("== peers"):
             shape = None
@@ -120,12 +120,11 @@ def main(path):
 
     for shape in sorted(probes):
         pr = probes[shape]
-        r = by.get(f"node-flow {shape}-task") or by.get(f"node-flow {shape}-task mixed")
-        n = None
-        if r:
-            m = re.search(r"N=(\d+)", open(path).read())
-            n = int(m.group(1)) if m else None
-        print(f"## node-flow {shape}-task: where the time and the work went\n")
+        parts = shape.split()
+        sysname = " ".join([f"node-flow {parts[0]}-task"] + parts[1:])
+        r = by.get(sysname)
+        n = int(notes(r)["n"]) if r and "n" in notes(r) else None
+        print(f"## {sysname}: where the time and the work went\n")
         print("| phase | wall s | machine busy | node-flow CPU | postgres CPU | loadgen CPU "
               "| other CPU | txn/wf | WAL B/wf | WAL rec/wf |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -3,7 +3,10 @@
 #
 #   bench/run.sh            N=20000: node-flow 1-task and 5-task workflows, then the peers
 #   bench/run.sh --quick    N=5000, same steps (a few minutes)
-#   options: --n N  --no-peers  --only T (1 or 5: one node-flow shape only)
+#   options: --n N (every system)  --n5 N (the 5-task node-flow run only; default: --n)
+#            --mixed-n N (the extra 1-task run with starters and workers at once, for latency: N
+#            workflows paced at --rate R starts/s; 0 = skip; default 750 at 25/s)
+#            --no-peers  --only "1 5" (node-flow shapes to run)
 #
 # Steps: build node-flow (meson, -O2, in bench/.build so it never races a `make` in build/) and
 # bench/loadgen; start the cluster with shared/bench/pg.sh (port 55433, the peers' fixed
@@ -28,20 +31,27 @@ eval "$("$SHARED/pg.sh" env)"
 export PGHOST PGPORT PGUSER
 
 N=20000
+N5=""
+MIXED_N=750
+MIXED_RATE=25
 PEERS=1
 SHAPES="1 5"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) N=5000 ;;
+    --n5) N5="$2"; shift ;;
+    --mixed-n) MIXED_N="$2"; shift ;;
+    --rate) MIXED_RATE="$2"; shift ;;
     --n) N="$2"; shift ;;
     --n=*) N="${1#--n=}" ;;
     --no-peers) PEERS=0 ;;
     --only) SHAPES="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
+N5="${N5:-$N}"
 NF_SERVER_FLAGS="${NF_SERVER_FLAGS:---http-threads 4 --db-pool-size 16 --decider-threads 2 --decider-batch 256}"
 NF_WORKERS="${NF_WORKERS:-4}"
 NF_BATCH="${NF_BATCH:-100}"
@@ -76,7 +86,7 @@ T0=$(date +%s)
 log() { echo "$@" | tee -a "$LOG"; }
 
 # ------------------------------------------------------------------ build
-log "# node-flow bench $(date -u +%FT%TZ) host=$(hostname) cores=$(nproc) N=$N"
+log "# node-flow bench $(date -u +%FT%TZ) host=$(hostname) cores=$(nproc) N=$N (5-task: $N5, mixed: $MIXED_N)"
 log "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 log "# commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' + uncommitted changes')"
 if [ -z "${NF_BIN_PREBUILT:-}" ]; then
@@ -116,32 +126,39 @@ stop_server() {
   grep -iE 'error|warn' "$WORK/server.err" | sort | uniq -c | sort -rn | head -5 | sed 's/^/# server log: /' | tee -a "$LOG" || true
 }
 
-run_nodeflow() { # tasks
-  local t="$1" db="nodeflow_bench_$1"
+run_nodeflow() { # tasks n mode [rate]
+  local t="$1" n="$2" mode="$3" rate="${4:-0}" db="nodeflow_bench_$1" key="$1"
+  [ "$mode" = phased ] || key="$1 $mode"
+  [ "$rate" = 0 ] || key="$key paced"
   psql -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
   "$NF_BIN" migrate --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$db" >/dev/null
   start_server "$db"
   "$HERE/sample.sh" "$db" >"$WORK/sample-$t.txt" 2>/dev/null &
   SAMPLER_PID=$!
-  log "== node-flow $t-task workflows (N=$N) at $SERVER_URL =="
-  NF_PID="$SERVER_PID" NF_DB="$db" "$HERE/loadgen" --server "$SERVER_URL" --n "$N" --tasks "$t" \
+  log "== node-flow $t-task workflows (N=$n, $mode$([ "$rate" = 0 ] || echo " paced") rate=$rate) at $SERVER_URL =="
+  NF_PID="$SERVER_PID" NF_DB="$db" "$HERE/loadgen" --server "$SERVER_URL" --n "$n" --tasks "$t" \
     --workers "$NF_WORKERS" --batch "$NF_BATCH" --wait-ms "$NF_WAIT_MS" --concurrency "$NF_CONC" \
-    --mode "$NF_MODE" --setting "$NF_SERVER_FLAGS" --hook "$HERE/probe.sh" 2>&1 | tee -a "$LOG" ||
+    --mode "$mode" --rate "$rate" --setting "$NF_SERVER_FLAGS" --hook "$HERE/probe.sh" 2>&1 | tee -a "$LOG" ||
     log "# loadgen failed"
   kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null || true; SAMPLER_PID=""
   # What the database wrote per table (partitions folded into their parent).
   psql -At -d "$db" -c "
-    select 'TABLE|$t|' || tbl || '|' || ins || '|' || upd || '|' || hot || '|' || del from (
+    select 'TABLE|$key|' || tbl || '|' || ins || '|' || upd || '|' || hot || '|' || del from (
       select coalesce(i.inhparent::regclass::text, s.relid::regclass::text) as tbl,
              sum(n_tup_ins) ins, sum(n_tup_upd) upd, sum(n_tup_hot_upd) hot, sum(n_tup_del) del
         from pg_stat_user_tables s left join pg_inherits i on i.inhrelid = s.relid
        group by 1 having sum(n_tup_ins + n_tup_upd + n_tup_del) > 0) x order by 1" | tee -a "$LOG"
-  sed "s/^/SAMPLE|$t|/" "$WORK/sample-$t.txt" >>"$LOG"
+  sed "s/^/SAMPLE|$key|/" "$WORK/sample-$t.txt" >>"$LOG"
   stop_server
   psql -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
 }
 
-for t in $SHAPES; do run_nodeflow "$t"; done
+for t in $SHAPES; do
+  if [ "$t" = 5 ]; then run_nodeflow 5 "$N5" "$NF_MODE"; else run_nodeflow "$t" "$N" "$NF_MODE"; fi
+done
+# Starters (paced) and workers at once: the run whose enqueue->worker latency is the engine's
+# own delay (decider + long-poll wake), not time spent behind a backlog.
+if [ "$MIXED_N" -gt 0 ]; then run_nodeflow 1 "$MIXED_N" mixed "$MIXED_RATE"; fi
 
 # ------------------------------------------------------------------ peers
 if [ "$PEERS" = 1 ]; then
