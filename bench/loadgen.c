@@ -110,6 +110,9 @@ xmalloc(size_t n)
 
 /* ---------------------------------------------------------------- HTTP */
 
+static atomic_bool server_gone;     /* too many transport errors in a row */
+static atomic_long transport_fails; /* consecutive, over every client */
+
 struct client {
 	CURL *h;
 	struct curl_slist *hdrs;
@@ -189,8 +192,14 @@ http(struct client *c, const char *method, const char *path, const char *body)
 	if (rc != CURLE_OK) {
 		snprintf(c->buf, c->cap, "%s", curl_easy_strerror(rc));
 		c->len = strlen(c->buf);
+		if (atomic_fetch_add(&transport_fails, 1) >= 200 &&
+		    !atomic_exchange(&server_gone, true))
+			fprintf(stderr, "loadgen: the server does not answer "
+					"(200 transport errors in a row): giving "
+					"up\n");
 		return -1;
 	}
+	atomic_store(&transport_fails, 0);
 	long status = 0;
 	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
 	return status;
@@ -205,6 +214,7 @@ static atomic_long tasks_done;    /* results accepted (ok:true) */
 static atomic_long result_errors; /* results refused (ok:false) or failed */
 static atomic_long poll_calls, poll_empty, results_calls;
 static atomic_bool workers_stop;
+
 static atomic_bool starters_done;
 static double t_begin; /* when the starters began (for --rate) */
 
@@ -269,7 +279,7 @@ starter(void *arg)
 	snprintf(path, sizeof(path), "/v1/ns/%s/workflows", opt.ns);
 	for (;;) {
 		long i = atomic_fetch_add(&next_start, 1);
-		if (i >= opt.n)
+		if (i >= opt.n || atomic_load(&server_gone))
 			break;
 		if (opt.rate > 0) { /* open loop: start i is due at i / rate */
 			double due = t_begin + (double)i / opt.rate,
@@ -325,7 +335,7 @@ worker_main(void *arg)
 	char *rbody = xmalloc(rcap);
 	char (*ids)[37] = xmalloc((size_t)opt.batch * sizeof(*ids));
 
-	while (!atomic_load(&workers_stop)) {
+	while (!atomic_load(&workers_stop) && !atomic_load(&server_gone)) {
 		long st = http(&c, "POST", poll_path, poll_body);
 		double t_recv = now_s();
 		atomic_fetch_add(&poll_calls, 1);
@@ -482,6 +492,8 @@ wait_done(struct client *c, double t0)
 					 atomic_load(&result_errors) >=
 				 want)
 			break;
+		if (atomic_load(&server_gone))
+			return 0;
 		if (now_s() > deadline) {
 			fprintf(stderr,
 				"loadgen: timeout: %ld of %ld task results\n",
@@ -494,6 +506,8 @@ wait_done(struct client *c, double t0)
 		int r = any_in(c, "RUNNING");
 		if (r == 0)
 			return now_s();
+		if (atomic_load(&server_gone))
+			return 0;
 		if (now_s() > deadline) {
 			fprintf(stderr, "loadgen: timeout: workflows still "
 					"RUNNING after every task finished\n");

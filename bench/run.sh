@@ -20,6 +20,7 @@
 #   NF_SERVER_FLAGS  flags for `nodeflow serve` (default below: the best found, docs/benchmarks.md)
 #   NF_WORKERS NF_BATCH NF_WAIT_MS NF_CONC NF_MODE   loadgen --workers --batch --wait-ms
 #                                                      --concurrency --mode
+#   NF_BIN_PREBUILT=1  use $NF_BIN (default bench/.build/nodeflow) as it is, without `make`
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
@@ -69,12 +70,14 @@ SAMPLER_PID=""
 
 cleanup() {
   local rc=$?
+  set +e
   [ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null && wait "$SAMPLER_PID" 2>/dev/null
   if [ -n "$SERVER_PID" ]; then
     kill "$SERVER_PID" 2>/dev/null
     for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$SERVER_PID" 2>/dev/null
   fi
+  SERVER_PID=""
   "$SHARED/pg.sh" stop >/dev/null 2>&1 || true
   rm -rf "$WORK"
   exit $rc
@@ -88,8 +91,10 @@ log() { echo "$@" | tee -a "$LOG"; }
 # ------------------------------------------------------------------ build
 log "# node-flow bench $(date -u +%FT%TZ) host=$(hostname) cores=$(nproc) N=$N (5-task: $N5, mixed: $MIXED_N)"
 log "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-log "# commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' + uncommitted changes')"
-if [ -z "${NF_BIN_PREBUILT:-}" ]; then
+if [ -n "${NF_BIN_PREBUILT:-}" ]; then
+  log "# server binary: prebuilt $NF_BIN, built $(date -u -r "$NF_BIN" +%FT%TZ) (tree now at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null))"
+else
+  log "# commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' + uncommitted changes')"
   make -C "$ROOT" --no-print-directory BUILD="$HERE/.build" build >"$WORK/build.log" 2>&1 ||
     { cat "$WORK/build.log"; echo "run.sh: node-flow build failed" >&2; exit 1; }
 fi
@@ -101,8 +106,10 @@ log "# server: $NF_BIN ($("$NF_BIN" version)), flags: $NF_SERVER_FLAGS"
 
 # ------------------------------------------------------------- node-flow
 start_server() { # db
-  "$NF_BIN" serve --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$1" \
-    --listen 127.0.0.1:0 --log-level warn $NF_SERVER_FLAGS >"$WORK/server.out" 2>"$WORK/server.err" &
+  # info: a signalled shutdown logs "shutting down"; a crash leaves a core in $BENCH_RESULTS.
+  (cd "$BENCH_RESULTS" && ulimit -c unlimited 2>/dev/null
+   exec "$NF_BIN" serve --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$1" \
+    --listen 127.0.0.1:0 --log-level info $NF_SERVER_FLAGS) >"$WORK/server.out" 2>"$WORK/server.err" &
   SERVER_PID=$!
   local port=""
   for _ in $(seq 100); do
@@ -120,10 +127,17 @@ start_server() { # db
 }
 
 stop_server() {
-  kill "$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
+  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    local st=0; wait "$SERVER_PID" 2>/dev/null || st=$?
+    log "# node-flow server exited DURING the run, status $st; last log lines:"
+    tail -5 "$WORK/server.err" | sed 's/^/#   /' | tee -a "$LOG"
+  else
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
   SERVER_PID=""
-  grep -iE 'error|warn' "$WORK/server.err" | sort | uniq -c | sort -rn | head -5 | sed 's/^/# server log: /' | tee -a "$LOG" || true
+  grep -iE 'error|warn' "$WORK/server.err" | sed 's/^[^ ]* //' | sort | uniq -c | sort -rn | head -5 |
+    sed 's/^/# server log: /' | tee -a "$LOG" || true
 }
 
 run_nodeflow() { # tasks n mode [rate]
