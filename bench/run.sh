@@ -53,8 +53,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 N5="${N5:-$N}"
-NF_SERVER_FLAGS="${NF_SERVER_FLAGS:---http-threads 4 --db-pool-size 16 --decider-threads 2 --decider-batch 256}"
-NF_WORKERS="${NF_WORKERS:-4}"
+NF_SERVER_FLAGS="${NF_SERVER_FLAGS:---http-threads 4 --db-pool-size 16 --decider-threads 1 --decider-batch 256}"
+NF_WORKERS="${NF_WORKERS:-16}"
 NF_BATCH="${NF_BATCH:-100}"
 NF_WAIT_MS="${NF_WAIT_MS:-1000}"
 NF_CONC="${NF_CONC:-16}"
