@@ -3,6 +3,7 @@
 #include "engine/expr.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -13,34 +14,6 @@
 #include <time.h>
 
 /* --------------------------------------------------------------- errors */
-
-/* The length of the well-formed UTF-8 sequence at s, or 0 (a stray byte, a
- * sequence cut short, an overlong form, a surrogate, beyond U+10FFFF). */
-static size_t
-utf8_len(const unsigned char *s)
-{
-	unsigned cp, min;
-	size_t n;
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2, cp = s[0] & 0x1fu, min = 0x80;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		n = 3, cp = s[0] & 0x0fu, min = 0x800;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4, cp = s[0] & 0x07u, min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3fu);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
 
 /* s as valid UTF-8: messages quote names cut at a byte count ("%.200s"),
  * which can split a character, and JSON strings must be UTF-8. */
