@@ -22,5 +22,5 @@ pg=$(ticks "$pm")
 for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do pg=$((pg + $(ticks "$c"))); done
 lg=$(ticks "$(ps -o ppid= -p "$PPID" | tr -d ' ')")
 db=$(psql -h "${PGHOST:-/tmp/bench-pg18/sock}" -p "${PGPORT:-55433}" -U postgres -d postgres -AtF'|' -c \
-  "select (select xact_commit from pg_stat_database where datname = '${NF_DB:-nodeflow_bench}'), wal_bytes, wal_records from pg_stat_wal")
+  "select (select xact_commit from pg_stat_database where datname = '${NF_DB:-nfbench_1}'), wal_bytes, wal_records from pg_stat_wal")
 echo "PROBE|$label|$(date +%s%3N)|$busy|$total|$nf|$pg|$lg|$db"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench/run.sh -- node-flow beside its peers, in one run, on one fresh PostgreSQL 18 cluster.
 #
-#   bench/run.sh            N=20000: node-flow 1-task and 5-task workflows, then the peers
-#   bench/run.sh --quick    N=5000, same steps (a few minutes)
-#   options: --n N (every system)  --n5 N (the 5-task node-flow run only; default: --n)
+#   bench/run.sh            N=20000 (5-task node-flow: 5000, see --n5), then the peers; ~9-10 min
+#   bench/run.sh --quick    N=5000 for everything; ~8 min
+#   options: --n N (every system)
+#            --n5 N (the 5-task node-flow run; default min(N, 5000): at ~230 tasks/s, 20000
+#            5-task workflows alone take ~8 min and break the 15-minute budget)
 #            --mixed-n N (the extra 1-task run with starters and workers at once, for latency: N
 #            workflows paced at --rate R starts/s; 0 = skip; default 750 at 25/s)
 #            --no-peers  --only "1 5" (node-flow shapes to run)
@@ -14,7 +16,7 @@
 # port, bench/loadgen (enqueue phase, then drain phase, like the peers), the server stopped;
 # then the peers exactly as shared/bench/run-all.sh runs them (graphile-worker concurrency 20,
 # pg-boss 8x500, DBOS 3-step and 1-step); then one table with node-flow's ratio to each peer.
-# Everything it started is stopped on exit (trap). Raw log: $BENCH_RESULTS/nodeflow-run-*.log
+# Everything it started is stopped on exit (trap). Raw log: $BENCH_RESULTS/run-*.log
 #
 # Server and worker settings (environment):
 #   NF_SERVER_FLAGS  flags for `nodeflow serve` (default below: the best found, docs/benchmarks.md)
@@ -26,8 +28,11 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 SHARED="${BENCH_SHARED:-/work/shared/bench}"
 # The shared folder is read-only by intent; as root `-w` is true, so say where deps go.
-export BENCH_DEPS="${BENCH_DEPS:-/tmp/nodeflow-bench-deps}"
-export BENCH_RESULTS="${BENCH_RESULTS:-/tmp/nodeflow-bench-results}"
+# No process of a run has "nodeflow" in its command line (server binary copied to nfsrv,
+# databases nfbench_*, paths /tmp/nfb-*): on a shared machine a `pkill -f nodeflow` meant for
+# someone else's test servers ended two runs here before this was done.
+export BENCH_DEPS="${BENCH_DEPS:-/tmp/pgbench-deps}"
+export BENCH_RESULTS="${BENCH_RESULTS:-/tmp/nfb-results}"
 eval "$("$SHARED/pg.sh" env)"
 export PGHOST PGPORT PGUSER
 
@@ -52,7 +57,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-N5="${N5:-$N}"
+N5="${N5:-$(( N < 5000 ? N : 5000 ))}"
 NF_SERVER_FLAGS="${NF_SERVER_FLAGS:---http-threads 4 --db-pool-size 16 --decider-threads 1 --decider-batch 256}"
 NF_WORKERS="${NF_WORKERS:-16}"
 NF_BATCH="${NF_BATCH:-100}"
@@ -63,8 +68,8 @@ NF_BIN="${NF_BIN:-$HERE/.build/nodeflow}"
 
 mkdir -p "$BENCH_RESULTS"
 STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
-LOG="$BENCH_RESULTS/nodeflow-run-$STAMP.log"
-WORK="$(mktemp -d /tmp/nodeflow-bench.XXXXXX)"
+LOG="$BENCH_RESULTS/run-$STAMP.log"
+WORK="$(mktemp -d /tmp/nfb-run.XXXXXX)"
 SERVER_PID=""
 SAMPLER_PID=""
 
@@ -101,6 +106,7 @@ fi
 make -C "$HERE" --no-print-directory loadgen >"$WORK/lg-build.log" 2>&1 ||
   { cat "$WORK/lg-build.log"; echo "run.sh: loadgen build failed" >&2; exit 1; }
 log "# server: $NF_BIN ($("$NF_BIN" version)), flags: $NF_SERVER_FLAGS"
+cp "$NF_BIN" "$WORK/nfsrv"
 
 "$SHARED/pg.sh" start 2>&1 | tee -a "$LOG"
 
@@ -108,7 +114,7 @@ log "# server: $NF_BIN ($("$NF_BIN" version)), flags: $NF_SERVER_FLAGS"
 start_server() { # db
   # info: a signalled shutdown logs "shutting down"; a crash leaves a core in $BENCH_RESULTS.
   (cd "$BENCH_RESULTS" && ulimit -c unlimited 2>/dev/null
-   exec "$NF_BIN" serve --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$1" \
+   exec "$WORK/nfsrv" serve --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$1" \
     --listen 127.0.0.1:0 --log-level info $NF_SERVER_FLAGS) >"$WORK/server.out" 2>"$WORK/server.err" &
   SERVER_PID=$!
   local port=""
@@ -141,11 +147,11 @@ stop_server() {
 }
 
 run_nodeflow() { # tasks n mode [rate]
-  local t="$1" n="$2" mode="$3" rate="${4:-0}" db="nodeflow_bench_$1" key="$1"
+  local t="$1" n="$2" mode="$3" rate="${4:-0}" db="nfbench_$1" key="$1"
   [ "$mode" = phased ] || key="$1 $mode"
   [ "$rate" = 0 ] || key="$key paced"
   psql -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
-  "$NF_BIN" migrate --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$db" >/dev/null
+  "$WORK/nfsrv" migrate --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$db" >/dev/null
   start_server "$db"
   "$HERE/sample.sh" "$db" >"$WORK/sample-$t.txt" 2>/dev/null &
   SAMPLER_PID=$!

@@ -23,3 +23,6 @@ point "$S --decider-threads 2 --decider-batch 256" 8 200
 point "$S --decider-threads 2 --decider-batch 256" 16 100
 point "--http-threads 8 --db-pool-size 32 --decider-threads 2 --decider-batch 256" 16 100
 point "$S --decider-threads 2 --decider-batch 256" 4 100  # the second point again: the noise
+point "$S --decider-threads 1 --decider-batch 256" 16 100
+point "$S --decider-threads 1 --decider-batch 1000" 16 100
+point "$S --decider-threads 1 --decider-batch 256" 4 100   # the third point again
