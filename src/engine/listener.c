@@ -1,5 +1,7 @@
 #include "engine/listener.h"
 
+#include "engine/channel.h"
+
 #include "runtime/log.h"
 #include "runtime/metrics.h"
 #include "store/notify.h"
@@ -8,8 +10,6 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { WAIT_MS = 500 };
 
 static const char CHANNEL[] = "node_flow_workflow_events";
 
@@ -42,9 +42,6 @@ listener_parse(const char *payload, struct workflow_event_ref *out)
 }
 
 struct listener {
-	struct loop_def def;
-	char *url;
-	struct notify_conn *conn;
 	listener_fn *fn;
 	void *arg;
 	struct metric *received;
@@ -67,45 +64,16 @@ on_payload(const char *payload, void *arg)
 	l->fn(&ev, l->arg);
 }
 
-static enum loop_result
-tick(void *arg, struct arena *scratch, struct err *e)
-{
-	struct listener *l = arg;
-	(void)scratch;
-	if (!l->conn) {
-		l->conn = notify_open(l->url, CHANNEL, e);
-		if (!l->conn)
-			return LOOP_ERROR;
-	}
-	if (!notify_wait(l->conn, WAIT_MS, on_payload, l, e)) {
-		notify_close(l->conn);
-		l->conn = NULL;
-		return LOOP_ERROR;
-	}
-	return LOOP_BUSY; /* the wait itself is the pause */
-}
-
 static void
 finish(void *arg)
 {
-	struct listener *l = arg;
-	notify_close(l->conn);
-	free(l->url);
-	free(l);
+	free(arg);
 }
 
 struct loop *
 listener_start(const char *url, listener_fn *fn, void *arg)
 {
 	struct listener *l = xcalloc(1, sizeof(*l));
-	l->def = (struct loop_def){
-		.name = "listener",
-		.tick = tick,
-		.finish = finish,
-		.interval_ms = WAIT_MS,
-		.max_backoff_ms = 10000,
-	};
-	l->url = xstrdup(url);
 	l->fn = fn;
 	l->arg = arg;
 	l->received = metric_register(
@@ -114,5 +82,13 @@ listener_start(const char *url, listener_fn *fn, void *arg)
 	l->ignored = metric_register(
 		METRIC_COUNTER, "nodeflow_listener_ignored_total", "",
 		"Notifications ignored because their payload did not parse");
-	return loop_start(&l->def, l);
+	struct channel_opts o = {
+		.name = "listener",
+		.url = url,
+		.channel = CHANNEL,
+		.on_payload = on_payload,
+		.on_finish = finish,
+		.arg = l,
+	};
+	return channel_start(&o);
 }

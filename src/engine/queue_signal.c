@@ -1,5 +1,7 @@
 #include "engine/queue_signal.h"
 
+#include "engine/channel.h"
+
 #include "store/db.h"
 #include "store/notify.h"
 #include "util/mem.h"
@@ -9,7 +11,7 @@
 #include <string.h>
 
 /* PostgreSQL caps a payload at 8000 bytes; past that, signal everything. */
-enum { MAX_PAYLOAD = 7900, WAIT_MS = 500 };
+enum { MAX_PAYLOAD = 7900 };
 
 bool
 queue_signal_send(struct db *db, const json_t *queues, struct err *e)
@@ -50,10 +52,7 @@ queue_signal_send_all(struct db *db, struct err *e)
 	return notify_queues(db, "*", e);
 }
 
-struct listener {
-	struct loop_def def;
-	char *url;
-	struct notify_conn *conn;
+struct signal_listener {
 	queue_signal_fn *fn;
 	void *arg;
 };
@@ -61,7 +60,7 @@ struct listener {
 static void
 on_payload(const char *payload, void *arg)
 {
-	struct listener *l = arg;
+	struct signal_listener *l = arg;
 	if (strcmp(payload, "*") == 0) {
 		l->fn(NULL, l->arg);
 		return;
@@ -79,48 +78,34 @@ on_payload(const char *payload, void *arg)
 	}
 }
 
-static enum loop_result
-tick(void *arg, struct arena *scratch, struct err *e)
+/* Whatever was signalled while nobody was listening. */
+static void
+on_connect(void *arg)
 {
-	struct listener *l = arg;
-	(void)scratch;
-	if (!l->conn) {
-		l->conn = notify_open(l->url, "node_flow_task_queues", e);
-		if (!l->conn)
-			return LOOP_ERROR;
-		/* Whatever was signalled while we were not listening. */
-		l->fn(NULL, l->arg);
-	}
-	if (!notify_wait(l->conn, WAIT_MS, on_payload, l, e)) {
-		notify_close(l->conn);
-		l->conn = NULL;
-		return LOOP_ERROR;
-	}
-	return LOOP_BUSY; /* the wait is the pause */
+	struct signal_listener *l = arg;
+	l->fn(NULL, l->arg);
 }
 
 static void
 finish(void *arg)
 {
-	struct listener *l = arg;
-	notify_close(l->conn);
-	free(l->url);
-	free(l);
+	free(arg);
 }
 
 struct loop *
 queue_signal_start(const char *url, queue_signal_fn *fn, void *arg)
 {
-	struct listener *l = xcalloc(1, sizeof(*l));
-	l->def = (struct loop_def){
-		.name = "queue-signal",
-		.tick = tick,
-		.finish = finish,
-		.interval_ms = WAIT_MS,
-		.max_backoff_ms = 10000,
-	};
-	l->url = xstrdup(url);
+	struct signal_listener *l = xcalloc(1, sizeof(*l));
 	l->fn = fn;
 	l->arg = arg;
-	return loop_start(&l->def, l);
+	struct channel_opts o = {
+		.name = "queue-signal",
+		.url = url,
+		.channel = "node_flow_task_queues",
+		.on_payload = on_payload,
+		.on_connect = on_connect,
+		.on_finish = finish,
+		.arg = l,
+	};
+	return channel_start(&o);
 }
