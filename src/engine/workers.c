@@ -39,20 +39,37 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 			   json_out, n, e);
 }
 
+static bool
+result(struct db *db, const struct queue_ref *q, const char *task_id,
+       const char *worker, bool any_holder, enum task_result_status status,
+       const json_t *output, const char *reason, struct err *e)
+{
+	char queue[512];
+	workers_queue_name(q, queue, sizeof(queue));
+	char *text = json_db_text(output);
+	bool ok = queue_result_as(db, queue, task_id, worker, any_holder,
+				  status, text, reason, e);
+	free(text);
+	if (ok)
+		decide_loop_wake_all();
+	return ok;
+}
+
 bool
 workers_result(struct db *db, const struct queue_ref *q, const char *task_id,
 	       const char *worker, enum task_result_status status,
 	       const json_t *output, const char *reason, struct err *e)
 {
-	char queue[512];
-	workers_queue_name(q, queue, sizeof(queue));
-	char *text = json_db_text(output);
-	bool ok = queue_result(db, queue, task_id, worker, status, text, reason,
-			       e);
-	free(text);
-	if (ok)
-		decide_loop_wake_all();
-	return ok;
+	return result(db, q, task_id, worker, false, status, output, reason, e);
+}
+
+bool
+workers_result_any(struct db *db, const struct queue_ref *q,
+		   const char *task_id, const char *worker,
+		   enum task_result_status status, const json_t *output,
+		   const char *reason, struct err *e)
+{
+	return result(db, q, task_id, worker, true, status, output, reason, e);
 }
 
 bool

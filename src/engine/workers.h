@@ -39,6 +39,12 @@ bool workers_result(struct db *db, const struct queue_ref *q,
 		    const char *task_id, const char *worker,
 		    enum task_result_status status, const json_t *output,
 		    const char *reason, struct err *e);
+/* workers_result for whoever reports it (Conductor's task update): the
+ * task may be leased to another worker or to none. */
+bool workers_result_any(struct db *db, const struct queue_ref *q,
+			const char *task_id, const char *worker,
+			enum task_result_status status, const json_t *output,
+			const char *reason, struct err *e);
 bool workers_heartbeat(struct db *db, const struct queue_ref *q,
 		       const char *task_id, const char *worker,
 		       char **expires_out, struct err *e);

@@ -76,6 +76,10 @@ struct http_route {
 const char *http_param(const struct http_request *req, const char *name);
 /* A query-string argument, or NULL. */
 const char *http_query(const struct http_request *req, const char *name);
+/* Every value of a repeated query argument (?a=1&a=2), at most max, in
+ * order; returns how many. */
+size_t http_query_all(const struct http_request *req, const char *name,
+		      const char **out, size_t max);
 /* A request header, or NULL. */
 const char *http_header(const struct http_request *req, const char *name);
 

@@ -1,5 +1,8 @@
 #include "http/routes.h"
 
+#include "http/conductor_metadata.h"
+#include "http/conductor_tasks.h"
+#include "http/conductor_workflows.h"
 #include "http/definitions.h"
 #include "http/ops.h"
 #include "http/queues.h"
@@ -48,6 +51,48 @@ const struct http_route http_routes[] = {
 	 queues_release},
 	{"POST", "/v1/ns/{ns}/queues/{queue}/tasks/{taskId}/defer",
 	 queues_defer},
+
+	/* the Conductor-compatible API (http/conductor_*.c); the first
+	 * matching route wins, so literal segments come first */
+	{"POST", "/api/token", cond_token},
+	{"GET", "/api/tasks/poll/batch/{taskType}", cond_tasks_poll_batch},
+	{"GET", "/api/tasks/poll/{taskType}", cond_tasks_poll},
+	{"GET", "/api/tasks/queue/size", cond_tasks_queue_size},
+	{"GET", "/api/tasks/queue/sizes", cond_tasks_queue_sizes},
+	{"POST", "/api/tasks", cond_tasks_update},
+	{"POST", "/api/tasks/update-v2", cond_tasks_update_v2},
+	{"POST", "/api/tasks/{taskId}/log", cond_tasks_log_add},
+	{"GET", "/api/tasks/{taskId}/log", cond_tasks_logs},
+	{"GET", "/api/tasks/{taskId}", cond_tasks_get},
+	{"POST", "/api/tasks/{workflowId}/{taskRefName}/{status}",
+	 cond_tasks_update_by_ref},
+	{"POST", "/api/workflow", cond_workflow_start},
+	{"GET", "/api/workflow/search", cond_workflow_search},
+	{"GET", "/api/workflow/running/{name}", cond_workflow_running},
+	{"PUT", "/api/workflow/bulk/{action}", cond_workflow_bulk},
+	{"POST", "/api/workflow/bulk/{action}", cond_workflow_bulk},
+	{"POST", "/api/workflow/{name}", cond_workflow_start_named},
+	{"GET", "/api/workflow/{id}", cond_workflow_get},
+	{"DELETE", "/api/workflow/{id}", cond_workflow_terminate},
+	{"GET", "/api/workflow/{id}/status", cond_workflow_status},
+	{"PUT", "/api/workflow/{id}/{action}", cond_workflow_put_action},
+	{"POST", "/api/workflow/{id}/{action}", cond_workflow_post_action},
+	{"GET", "/api/workflow/{name}/correlated/{correlationId}",
+	 cond_workflow_correlated},
+	{"PUT", "/api/workflow/{id}/skiptask/{ref}", cond_workflow_skip},
+	{"POST", "/api/metadata/taskdefs", cond_meta_taskdefs_post},
+	{"PUT", "/api/metadata/taskdefs", cond_meta_taskdef_put},
+	{"GET", "/api/metadata/taskdefs", cond_meta_taskdefs_list},
+	{"GET", "/api/metadata/taskdefs/{name}", cond_meta_taskdef_get},
+	{"DELETE", "/api/metadata/taskdefs/{name}", cond_meta_taskdef_delete},
+	{"POST", "/api/metadata/workflow/validate",
+	 cond_meta_workflow_validate},
+	{"POST", "/api/metadata/workflow", cond_meta_workflow_post},
+	{"PUT", "/api/metadata/workflow", cond_meta_workflow_put},
+	{"GET", "/api/metadata/workflow", cond_meta_workflow_list},
+	{"GET", "/api/metadata/workflow/{name}", cond_meta_workflow_get},
+	{"DELETE", "/api/metadata/workflow/{name}/{version}",
+	 cond_meta_workflow_delete},
 };
 
 const size_t http_routes_count = sizeof(http_routes) / sizeof(http_routes[0]);

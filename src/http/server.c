@@ -88,6 +88,33 @@ http_query(const struct http_request *req, const char *name)
 					   name);
 }
 
+struct query_values {
+	const char *name;
+	const char **out;
+	size_t max, n;
+};
+
+static enum MHD_Result
+collect_value(void *cls, enum MHD_ValueKind kind, const char *key,
+	      const char *value)
+{
+	struct query_values *q = cls;
+	(void)kind;
+	if (value && strcmp(key, q->name) == 0 && q->n < q->max)
+		q->out[q->n++] = value;
+	return MHD_YES;
+}
+
+size_t
+http_query_all(const struct http_request *req, const char *name,
+	       const char **out, size_t max)
+{
+	struct query_values q = {name, out, max, 0};
+	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND,
+				  collect_value, &q);
+	return q.n;
+}
+
 const char *
 http_header(const struct http_request *req, const char *name)
 {

@@ -43,8 +43,9 @@ struct config {
 	long retry_budget_per_minute;
 	long sweeper_interval_ms;
 	long timers_interval_ms;
-	char *server;         /* the client commands' node-flow URL */
-	char *namespace_name; /* the client commands' namespace */
+	char *conductor_namespace; /* the namespace of /api/... */
+	char *server;              /* the client commands' node-flow URL */
+	char *namespace_name;      /* the client commands' namespace */
 };
 
 /* Fills c from the defaults and the NODEFLOW_* environment. */

@@ -61,7 +61,7 @@ queue_lease(struct db *db, const char *queue, const char *worker, int count,
 DB_STMT(queue_result_stmt,
 	"WITH l AS (SELECT q.\"workflowId\" FROM \"TaskQueues\" q"
 	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = $2::uuid"
-	"   AND q.\"leasedBy\" = $3 FOR UPDATE),"
+	"   AND ($7::bool OR q.\"leasedBy\" = $3) FOR UPDATE),"
 	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = $4,"
 	"   \"output\" = $5::jsonb, \"reasonForIncompletion\" = $6,"
 	"   \"endedAt\" = now(), \"updatedAt\" = now() FROM l"
@@ -91,9 +91,24 @@ queue_result(struct db *db, const char *queue, const char *task_id,
 	     const char *worker, enum task_result_status status,
 	     const char *output, const char *reason, struct err *e)
 {
-	const char *params[] = {queue,  task_id, worker, result_names[status],
-				output, reason};
-	PGresult *res = db_exec(db, &queue_result_stmt, 6, params, e);
+	return queue_result_as(db, queue, task_id, worker, false, status,
+			       output, reason, e);
+}
+
+bool
+queue_result_as(struct db *db, const char *queue, const char *task_id,
+		const char *worker, bool any_holder,
+		enum task_result_status status, const char *output,
+		const char *reason, struct err *e)
+{
+	const char *params[] = {queue,
+				task_id,
+				worker,
+				result_names[status],
+				output,
+				reason,
+				any_holder ? "true" : "false"};
+	PGresult *res = db_exec(db, &queue_result_stmt, 7, params, e);
 	if (!res)
 		return false;
 	bool leased = strcmp(PQgetvalue(res, 0, 0), "0") != 0;

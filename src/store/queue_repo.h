@@ -58,6 +58,14 @@ bool queue_result(struct db *db, const char *queue, const char *task_id,
 		  const char *worker, enum task_result_status status,
 		  const char *output, const char *reason, struct err *e);
 
+/* queue_result, or with any_holder the result of whoever reports it
+ * (Conductor's task update): the task may be leased to another worker or
+ * to none, as long as it is queued and not finished. */
+bool queue_result_as(struct db *db, const char *queue, const char *task_id,
+		     const char *worker, bool any_holder,
+		     enum task_result_status status, const char *output,
+		     const char *reason, struct err *e);
+
 /* Renews the lease for lease_seconds from now; ERR_CONFLICT when lost.
  * *expires_out (may be NULL) gets the new expiry as text (free). */
 bool queue_heartbeat(struct db *db, const char *queue, const char *task_id,

@@ -15,6 +15,7 @@
 #include <string.h>
 
 extern struct db_stmt *const actions_repo_stmts[];
+extern struct db_stmt *const conductor_repo_stmts[];
 extern struct db_stmt *const db_stmts[];
 extern struct db_stmt *const decide_repo_stmts[];
 extern struct db_stmt *const definitions_repo_stmts[];
@@ -30,6 +31,7 @@ extern struct db_stmt *const timers_repo_stmts[];
 /* clang-format off */
 static struct db_stmt *const *const modules[] = {
 	actions_repo_stmts,
+	conductor_repo_stmts,
 	db_stmts,
 	decide_repo_stmts,
 	definitions_repo_stmts,
