@@ -79,6 +79,23 @@ tools/bootstrap.sh pg15 start >/dev/null
 NODEFLOW_TEST_PG15_URL=$(tools/bootstrap.sh pg15 url)
 export NODEFLOW_TEST_PG15_URL
 
+# Conductor's JavaScript SDK for e2e_conductor_sdk, pinned by
+# tests/conductor_sdk/package-lock.json.  Installed like the PostgreSQL
+# package of tools/bootstrap.sh: npm ci, no install scripts, and again only
+# when the lock file changed.  Its optional AI peers conflict, hence
+# --legacy-peer-deps.
+conductor_sdk() {
+  local dir="$ROOT/tests/conductor_sdk"
+  cmp -s "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json" && return 0
+  command -v npm >/dev/null 2>&1 || { echo "tests: npm not found; run: tools/bootstrap.sh deps" >&2; return 1; }
+  echo "tests: installing Conductor's JavaScript SDK into tests/conductor_sdk/node_modules"
+  ( cd "$dir" && npm ci --legacy-peer-deps --no-audit --no-fund --no-update-notifier \
+      --ignore-scripts --loglevel=error >&2 ) &&
+    cp "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"
+}
+if [ -z "$FILTER" ] || [[ e2e_conductor_sdk == $FILTER ]]; then
+  conductor_sdk || echo "tests: the Conductor SDK did not install; e2e_conductor_sdk will fail" >&2
+fi
 
 passed=0 failed=0 status=0
 

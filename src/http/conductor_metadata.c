@@ -77,7 +77,7 @@ put_tasks(struct http_request *req, struct http_response *res, bool list)
 		}
 		merge_errors(&errs, &one, i, list);
 	}
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (errs.n) {
 		cond_fail_validation(res, "invalid TaskDef", &errs);
 	} else if (cond_begin(req, res, &c)) {
@@ -117,7 +117,7 @@ cond_meta_taskdef_put(struct http_request *req, struct http_response *res)
 void
 cond_meta_taskdefs_list(struct http_request *req, struct http_response *res)
 {
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		struct task_def *defs;
@@ -141,7 +141,7 @@ cond_meta_taskdefs_list(struct http_request *req, struct http_response *res)
 void
 cond_meta_taskdef_get(struct http_request *req, struct http_response *res)
 {
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		struct task_def d;
@@ -159,7 +159,7 @@ cond_meta_taskdef_get(struct http_request *req, struct http_response *res)
 void
 cond_meta_taskdef_delete(struct http_request *req, struct http_response *res)
 {
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		const char *name = http_param(req, "name");
@@ -187,7 +187,7 @@ put_workflows(struct http_request *req, struct http_response *res, json_t *docs,
 	size_t n = json_array_size(docs), i;
 	struct wf_def **defs = calloc(n ? n : 1, sizeof(*defs));
 	struct dsl_errors errs = {0};
-	struct cond_call c;
+	struct cond_call c = {0};
 	json_t *doc;
 	if (!cond_begin(req, res, &c))
 		goto out;
@@ -299,7 +299,7 @@ cond_meta_workflow_validate(struct http_request *req, struct http_response *res)
 void
 cond_meta_workflow_list(struct http_request *req, struct http_response *res)
 {
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		struct workflow_def_row *rows;
@@ -327,7 +327,7 @@ cond_meta_workflow_get(struct http_request *req, struct http_response *res)
 	long version;
 	if (!cond_query_long(req, res, "version", 0, 0, 1000000, &version))
 		return;
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		struct workflow_def_row row;
@@ -354,7 +354,7 @@ cond_meta_workflow_delete(struct http_request *req, struct http_response *res)
 			  "version %.20s must be a whole number from 1", v);
 		return;
 	}
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		const char *name = http_param(req, "name");

@@ -37,7 +37,7 @@ static void
 poll(struct http_request *req, struct http_response *res, long count,
      long wait_ms, bool single)
 {
-	struct cond_call c;
+	struct cond_call c = {0};
 	const char *worker = http_query(req, "workerid");
 	if (!worker || !*worker)
 		worker = anonymous;
@@ -328,7 +328,7 @@ update(struct http_request *req, struct http_response *res, bool v2)
 		return;
 	}
 	struct task_result r;
-	struct cond_call c;
+	struct cond_call c = {0};
 	struct cond_task_loc loc = {0};
 	cond_drop_nulls(body);
 	if (!read_result(body, res, &r)) {
@@ -430,7 +430,7 @@ cond_tasks_update_by_ref(struct http_request *req, struct http_response *res)
 	}
 	r.output = body;
 	r.worker = http_query(req, "workerid");
-	struct cond_call c;
+	struct cond_call c = {0};
 	struct cond_task_loc loc = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
@@ -452,7 +452,7 @@ void
 cond_tasks_get(struct http_request *req, struct http_response *res)
 {
 	const char *id = cond_path_uuid(req, res, "taskId", "task");
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (!id)
 		return;
 	struct cond_task_loc loc = {0};
@@ -511,7 +511,7 @@ cond_tasks_log_add(struct http_request *req, struct http_response *res)
 	}
 	json_t *logs = json_pack("[{s:o,s:I,s:s}]", "log", text, "createdTime",
 				 (json_int_t)(wall_us() / 1000), "taskId", id);
-	struct cond_call c;
+	struct cond_call c = {0};
 	struct cond_task_loc loc = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
@@ -535,7 +535,7 @@ cond_tasks_logs(struct http_request *req, struct http_response *res)
 	const char *id = cond_path_uuid(req, res, "taskId", "task");
 	if (!id)
 		return;
-	struct cond_call c;
+	struct cond_call c = {0};
 	struct cond_task_loc loc = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
@@ -561,7 +561,7 @@ cond_tasks_queue_size(struct http_request *req, struct http_response *res)
 			  "query argument taskType is required");
 		return;
 	}
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		struct queue_ref q = {c.ns_id, c.ns_name, type};
@@ -587,7 +587,7 @@ cond_tasks_queue_sizes(struct http_request *req, struct http_response *res)
 	enum { MAX_TYPES = 100 };
 	const char *given[MAX_TYPES];
 	size_t n = http_query_all(req, "taskType", given, MAX_TYPES);
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		json_t *out = json_object();

@@ -34,7 +34,7 @@ static void
 start(struct http_request *req, struct http_response *res,
       const struct start_request *r)
 {
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		char id[37];
@@ -154,7 +154,7 @@ cond_workflow_get(struct http_request *req, struct http_response *res)
 	bool tasks;
 	if (!id || !cond_query_bool(req, res, "includeTasks", true, &tasks))
 		return;
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		char *json;
@@ -175,7 +175,7 @@ cond_workflow_status(struct http_request *req, struct http_response *res)
 	if (!id || !cond_query_bool(req, res, "includeOutput", false, &out) ||
 	    !cond_query_bool(req, res, "includeVariables", false, &vars))
 		return;
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		char *json;
@@ -212,7 +212,7 @@ cond_workflow_correlated(struct http_request *req, struct http_response *res)
 	if (!cond_query_bool(req, res, "includeClosed", false, &closed) ||
 	    !cond_query_bool(req, res, "includeTasks", false, &tasks))
 		return;
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		char *json;
@@ -246,7 +246,7 @@ correlated_many(struct http_request *req, struct http_response *res)
 			  MAX_BULK);
 		return;
 	}
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		json_t *out = json_object();
@@ -257,8 +257,9 @@ correlated_many(struct http_request *req, struct http_response *res)
 			char *json;
 			if (!json_is_string(cid))
 				continue;
+			/* The route's {id} is the workflow's name here. */
 			ok = cond_correlated_json(c.db, c.ns_id,
-						  http_param(req, "name"),
+						  http_param(req, "id"),
 						  json_string_value(cid),
 						  closed, tasks, &json, &e);
 			if (!ok)
@@ -285,7 +286,7 @@ cond_workflow_running(struct http_request *req, struct http_response *res)
 	long version;
 	if (!cond_query_long(req, res, "version", 0, 0, 1000000, &version))
 		return;
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		char *json;
@@ -349,7 +350,7 @@ act_one(struct http_request *req, struct http_response *res, enum action a,
 	const char *id = cond_path_uuid(req, res, "id", "workflow");
 	if (!id)
 		return;
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		if (!act(req, &c, a, id, args, &e))
@@ -416,7 +417,7 @@ cond_workflow_post_action(struct http_request *req, struct http_response *res)
 			json_decref(body);
 			return;
 		}
-		struct cond_call c;
+		struct cond_call c = {0};
 		struct cond_task_loc loc = {0};
 		bool found = false;
 		if (uuid_valid(id) && cond_begin(req, res, &c)) {
@@ -507,7 +508,7 @@ cond_workflow_bulk(struct http_request *req, struct http_response *res)
 		return;
 	}
 	struct action_args args = {.reason = http_query(req, "reason")};
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		json_t *errors = json_object(), *done = json_array();
 		size_t i;
@@ -740,7 +741,7 @@ cond_workflow_search(struct http_request *req, struct http_response *res)
 		cond_fail(res, ERR_INVALID, "%s", msg);
 		return;
 	}
-	struct cond_call c;
+	struct cond_call c = {0};
 	if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		char *json;
