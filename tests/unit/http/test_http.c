@@ -3,10 +3,13 @@
  * {param} binding into the request, and the paths it must refuse (a
  * trailing slash the pattern lacks, an empty parameter segment, more
  * parameters than HTTP_MAX_PARAMS, a path that is only a prefix of the
- * pattern or extends it); and the JSON error body, which must stay an error
- * object even when its message quotes bytes that are not UTF-8.
+ * pattern or extends it); the JSON error body, which must stay an error
+ * object even when its message quotes bytes that are not UTF-8; and the
+ * query forms of the Conductor API's workflow search.
  */
+#include "http/conductor_workflows.h"
 #include "http/http.h"
+#include "store/conductor_repo.h"
 #include "util/arena.h"
 
 #include <criterion/criterion.h>
@@ -216,4 +219,62 @@ Test(http_error, headers_are_bounded)
 	cr_assert_str_eq(sb_str(&res.body), "hello");
 	cr_assert_str_eq(res.content_type, "text/plain");
 	sb_free(&res.body);
+}
+
+/* ------------------------------------------------ Conductor search query */
+
+Test(conductor_query, accepted_forms)
+{
+	struct cond_search s = {0};
+	json_t *store;
+	char msg[400];
+	cr_assert(
+		cond_parse_query(
+			"workflowType = 'flow a' AND status IN (RUNNING, 'FAILED') "
+			"and startTime > 1700000000000 AND startTime<1800000000000 "
+			"AND correlationId=\"c-1\"",
+			&s, &store, msg, sizeof(msg)),
+		"%s", msg);
+	cr_assert_str_eq(s.workflow_type, "flow a");
+	cr_assert_str_eq(s.statuses, "[\"RUNNING\",\"FAILED\"]");
+	cr_assert_str_eq(s.start_after_ms, "1700000000000");
+	cr_assert_str_eq(s.start_before_ms, "1800000000000");
+	cr_assert_str_eq(s.correlation_id, "c-1");
+	cr_assert_null(s.workflow_id);
+	json_decref(store);
+
+	memset(&s, 0, sizeof(s));
+	cr_assert(cond_parse_query("status = COMPLETED", &s, &store, msg,
+				   sizeof(msg)));
+	cr_assert_str_eq(s.statuses, "[\"COMPLETED\"]");
+	json_decref(store);
+
+	memset(&s, 0, sizeof(s));
+	cr_assert(cond_parse_query("  ", &s, &store, msg, sizeof(msg)));
+	cr_assert_null(s.statuses);
+	json_decref(store);
+}
+
+Test(conductor_query, refused_forms_name_the_clause)
+{
+	static const char *const bad[] = {
+		"status IN (NOPE)",
+		"status IN (RUNNING",
+		"workflowType = ",
+		"workflowId = 'not-a-uuid'",
+		"startTime > soon",
+		"owner = 'x'",
+		"workflowType = 'x' OR status = RUNNING",
+		"workflowType ~ 'x'",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cond_search s = {0};
+		json_t *store = NULL;
+		char msg[400];
+		cr_assert_not(
+			cond_parse_query(bad[i], &s, &store, msg, sizeof(msg)),
+			"%s was accepted", bad[i]);
+		cr_assert_null(store);
+		cr_assert(strstr(msg, "query clause"), "%s: %s", bad[i], msg);
+	}
 }
