@@ -281,6 +281,18 @@ apply_result(struct cond_call *c, struct http_response *res,
 					      : anonymous;
 	bool ok = true;
 	if (r->status == ST_IN_PROGRESS) {
+		/* Its progress is kept (a terminal result replaces it). */
+		if (r->output) {
+			char *text = json_db_text(r->output);
+			ok = cond_task_progress(c->db, c->ns_id,
+						loc->workflow_id, loc->task_id,
+						text, &e);
+			free(text);
+			if (!ok) {
+				cond_error(res, &e);
+				return false;
+			}
+		}
 		/* Not leased: it waits in its queue; nothing to extend. */
 		if (!loc->leased_by)
 			return true;

@@ -7,8 +7,9 @@
  * A result is accepted from whoever sends it while the task is queued and
  * not finished (Conductor does not tie results to the polling worker); a
  * result for a finished task changes nothing and is answered as accepted,
- * as Conductor does.  IN_PROGRESS with extendLease renews the lease;
- * without it the task goes back to its queue after callbackAfterSeconds.
+ * as Conductor does.  IN_PROGRESS keeps the output sent as the task's
+ * progress; with extendLease it renews the lease, without it the task goes
+ * back to its queue after callbackAfterSeconds.
  *
  * Threads: MHD's.  Failure: Conductor's error body (http/conductor.h).
  */

@@ -351,6 +351,28 @@ cond_running_json(struct db *db, const char *ns_id, const char *name,
 	return one_text(db_exec(db, &cond_running_stmt, 3, p, e), json_out);
 }
 
+DB_STMT(cond_task_progress_stmt,
+	"UPDATE \"TaskExecutions\" SET \"output\" = $4::jsonb,"
+	" \"updatedAt\" = now() WHERE \"namespaceId\" = $1::uuid"
+	" AND \"workflowId\" = $2::uuid AND \"id\" = $3::uuid"
+	" AND \"status\" IN ('SCHEDULED', 'IN_PROGRESS')");
+
+bool
+cond_task_progress(struct db *db, const char *ns_id, const char *wf_id,
+		   const char *task_id, const char *output_json, struct err *e)
+{
+	const char *p[] = {ns_id, wf_id, task_id, output_json};
+	PGresult *res = db_exec(db, &cond_task_progress_stmt, 4, p, e);
+	if (!res)
+		return false;
+	bool ok = strcmp(PQcmdTuples(res), "1") == 0;
+	PQclear(res);
+	if (!ok)
+		err_set(e, ERR_CONFLICT, "task %s has already finished",
+			task_id);
+	return ok;
+}
+
 DB_STMT(cond_queue_size_stmt,
 	"SELECT count(*) FROM \"TaskQueues\""
 	" WHERE \"queueName\" = $1 AND \"leasedBy\" IS NULL");
@@ -408,11 +430,20 @@ cond_task_logs_json(struct db *db, const char *ns_id, const char *wf_id,
 	return one_text(db_exec(db, &cond_logs_stmt, 3, p, e), json_out);
 }
 
+/* clang-format off */
 struct db_stmt *const conductor_repo_stmts[] = {
-	&cond_task_locate_stmt,   &cond_task_by_ref_stmt,
-	&cond_task_workflow_stmt, &cond_tasks_stmt,
-	&cond_workflow_stmt,      &cond_search_stmt,
-	&cond_correlated_stmt,    &cond_running_stmt,
-	&cond_queue_size_stmt,    &cond_logs_add_stmt,
-	&cond_logs_stmt,          NULL,
+	&cond_task_locate_stmt,
+	&cond_task_by_ref_stmt,
+	&cond_task_workflow_stmt,
+	&cond_tasks_stmt,
+	&cond_workflow_stmt,
+	&cond_search_stmt,
+	&cond_correlated_stmt,
+	&cond_running_stmt,
+	&cond_task_progress_stmt,
+	&cond_queue_size_stmt,
+	&cond_logs_add_stmt,
+	&cond_logs_stmt,
+	NULL,
 };
+/* clang-format on */

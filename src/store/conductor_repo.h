@@ -88,6 +88,12 @@ bool cond_correlated_json(struct db *db, const char *ns_id, const char *name,
 bool cond_running_json(struct db *db, const char *ns_id, const char *name,
 		       int version, char **json_out, struct err *e);
 
+/* Replaces the output of a task that has not finished (an IN_PROGRESS
+ * update's progress); false with ERR_CONFLICT when it has. */
+bool cond_task_progress(struct db *db, const char *ns_id, const char *wf_id,
+			const char *task_id, const char *output_json,
+			struct err *e);
+
 /* Tasks of queue waiting for a worker (deferred ones included). */
 bool cond_queue_size(struct db *db, const char *queue, int64_t *n,
 		     struct err *e);

@@ -538,9 +538,17 @@ Test(update, results_v2_in_progress_failed_and_by_ref)
 
 	/* IN_PROGRESS: with extendLease the lease is renewed; without it the
 	 * task goes back to its queue. */
-	result(t, "/api/tasks", "IN_PROGRESS", "\"extendLease\":true", out,
+	result(t, "/api/tasks", "IN_PROGRESS",
+	       "\"extendLease\":true,\"outputData\":{\"progress\":50}", out,
 	       sizeof(out));
 	cr_assert_str_eq(out, str(t, "taskId"));
+	char tpath[128];
+	snprintf(tpath, sizeof(tpath), "/api/tasks/%s", str(t, "taskId"));
+	json_t *progress = call("GET", tpath, NULL, 200);
+	cr_assert_str_eq(str(progress, "status"), "IN_PROGRESS");
+	cr_assert_eq(num(json_object_get(progress, "outputData"), "progress"),
+		     50);
+	json_decref(progress);
 	result(t, "/api/tasks", "IN_PROGRESS", "\"callbackAfterSeconds\":0",
 	       out, sizeof(out));
 	json_decref(t);
