@@ -136,5 +136,10 @@ void http_server_stop(struct http_server *s);
  * tests). */
 bool http_match(const char *pattern, const char *path,
 		struct http_request *req);
+/* Routes req (method, path and arena set) to the first route matching
+ * both, or answers 405 with Allow (the path matches under other methods)
+ * or 404 (exposed for tests and the routing fuzzer). */
+void http_dispatch(const struct http_route *routes, size_t nroutes,
+		   struct http_request *req, struct http_response *res);
 
 #endif

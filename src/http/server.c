@@ -200,13 +200,12 @@ http_match(const char *pattern, const char *path, struct http_request *req)
 	return true;
 }
 
-static void
-dispatch(struct http_server *s, struct http_request *req,
-	 struct http_response *res)
+void
+http_dispatch(const struct http_route *routes, size_t nroutes,
+	      struct http_request *req, struct http_response *res)
 {
-	const struct http_route *routes = s->opts.routes;
 	bool path_known = false;
-	for (size_t i = 0; i < s->opts.nroutes; i++) {
+	for (size_t i = 0; i < nroutes; i++) {
 		if (!http_match(routes[i].pattern, req->path, NULL))
 			continue;
 		path_known = true;
@@ -221,7 +220,7 @@ dispatch(struct http_server *s, struct http_request *req,
 	}
 	if (path_known) {
 		struct strbuf allow = STRBUF_INIT;
-		for (size_t i = 0; i < s->opts.nroutes; i++) {
+		for (size_t i = 0; i < nroutes; i++) {
 			if (http_match(routes[i].pattern, req->path, NULL))
 				sb_printf(&allow, "%s%s", allow.len ? ", " : "",
 					  routes[i].method);
@@ -474,7 +473,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 			      mono_ms() >= st->park_deadline_ms),
 	};
 	struct http_response res = {.status = 200};
-	dispatch(s, &req, &res);
+	http_dispatch(s->opts.routes, s->opts.nroutes, &req, &res);
 	if (res.parked) {
 		sb_free(&res.body);
 		park(s, conn, st, &res);
@@ -504,7 +503,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	atomic_fetch_sub(&s->in_flight, 1);
 }
 
-static void
+__attribute__((format(printf, 2, 0))) static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
