@@ -12,7 +12,9 @@
  * silent for `--idle-timeout-seconds`, or that has not delivered a whole
  * request `--request-timeout-seconds` after it opened or got its previous
  * answer, is closed; parked requests are capped per client address and in
- * all (429 with Retry-After).  Routing is a table of {method, path pattern,
+ * all (429 with Retry-After); so are connections (`--max-connections`,
+ * `--max-connections-per-client`), and the process's file-descriptor
+ * limit is raised to hold them.  Routing is a table of {method, path pattern,
  * handler}; a pattern's
  * `{name}` segments bind path parameters.  A path that matches no route gets
  * 404 and a path matched under another method 405, each with the JSON error
@@ -129,7 +131,9 @@ struct http_server_opts {
 	size_t max_header_bytes; /* request line and headers */
 	unsigned max_headers;
 	unsigned request_timeout_seconds;
-	unsigned max_parked;            /* in all; 0 = no limit */
+	unsigned max_connections;
+	unsigned max_connections_per_client; /* 0 = no limit */
+	unsigned max_parked;                 /* in all; 0 = no limit */
 	unsigned max_parked_per_client; /* per remote address; 0 = no limit */
 	const struct http_route *routes;
 	size_t nroutes;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -867,6 +868,38 @@ bound_port(int fd)
 	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 }
 
+/* Raises the soft limit on open files to hold max_connections (and what
+ * else the process opens), up to the hard limit; returns the connections
+ * that fit. */
+static unsigned
+fit_connections(unsigned max_connections)
+{
+	struct rlimit rl;
+	const rlim_t spare = 256; /* database, log, listen socket… */
+	rlim_t want = (rlim_t)max_connections + spare;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return max_connections;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rlim_t was = rl.rlim_cur;
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want
+				      ? want
+				      : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			rl.rlim_cur = was;
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		unsigned fit = rl.rlim_cur > 2 * spare
+				       ? (unsigned)(rl.rlim_cur - spare)
+				       : (unsigned)(rl.rlim_cur / 2);
+		log_warn("http",
+			 "open files are limited to %llu: accepting %u "
+			 "connections, not %u (--max-connections)",
+			 (unsigned long long)rl.rlim_cur, fit, max_connections);
+		return fit;
+	}
+	return max_connections;
+}
+
 struct http_server *
 http_server_start(const struct http_server_opts *o, struct err *e)
 {
@@ -904,6 +937,9 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 	/* MHD's memory per connection holds the request line and headers:
 	 * room for twice our own limit, so that our JSON 414/431 answers
 	 * first; only a request far over it meets MHD's own refusal. */
+	unsigned max_conns = o->max_connections ? o->max_connections : 4096;
+	if (max_conns < 4 * (unsigned)o->threads)
+		max_conns = 4 * (unsigned)o->threads; /* a share per thread */
 	size_t memory = 2 * o->max_header_bytes + 8192;
 	if (memory < 32768)
 		memory = 32768;
@@ -914,7 +950,10 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 		MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_seconds,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory, MHD_OPTION_END);
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,
+		MHD_OPTION_CONNECTION_LIMIT, fit_connections(max_conns),
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		o->max_connections_per_client, MHD_OPTION_END);
 	if (!s->daemon) {
 		err_set(e, ERR_UNAVAILABLE,
 			"could not start the HTTP server on %s", o->listen);

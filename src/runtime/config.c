@@ -64,6 +64,13 @@ static const struct config_def defs[] = {
 	    max_json_depth,
 	    "deepest nesting of objects and arrays accepted in a request body; "
 	    "deeper gets 400"),
+	INT("max-connections", "NODEFLOW_MAX_CONNECTIONS", "4096", 16, 1000000,
+	    max_connections,
+	    "HTTP connections open at once; more wait in the listen backlog"),
+	INT("max-connections-per-client", "NODEFLOW_MAX_CONNECTIONS_PER_CLIENT",
+	    "0", 0, 1000000, max_connections_per_client,
+	    "HTTP connections one client address may hold open (0: no limit); "
+	    "more are closed at once"),
 	INT("max-parked", "NODEFLOW_MAX_PARKED", "10000", 0, 1000000,
 	    max_parked,
 	    "long-polls one server keeps waiting at once (0: no limit); more "

@@ -34,6 +34,8 @@ struct config {
 	long max_header_bytes;
 	long max_headers;
 	long max_json_depth;
+	long max_connections;
+	long max_connections_per_client;
 	long max_parked;
 	long max_parked_per_client;
 	long db_pool_size;

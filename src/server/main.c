@@ -432,6 +432,9 @@ cmd_serve(struct command_line *cl)
 			.max_headers = (unsigned)cfg->max_headers,
 			.request_timeout_seconds =
 				(unsigned)cfg->request_timeout_seconds,
+			.max_connections = (unsigned)cfg->max_connections,
+			.max_connections_per_client =
+				(unsigned)cfg->max_connections_per_client,
 			.max_parked = (unsigned)cfg->max_parked,
 			.max_parked_per_client =
 				(unsigned)cfg->max_parked_per_client,

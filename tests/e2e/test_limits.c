@@ -14,6 +14,8 @@
  *   parked    long-polls beyond --max-parked-per-client (per address) and
  *             --max-parked (in all) get a JSON 429 with Retry-After; the
  *             places come back once the polls are answered
+ *   conns     connections beyond --max-connections-per-client from one
+ *             address are closed at once, others are served
  *   pool      when every pooled connection is busy and --db-queue requests
  *             wait already, a request gets a JSON 503 with Retry-After at
  *             once; those that waited are answered when the pool frees
@@ -543,5 +545,71 @@ Test(limits, a_busy_pool_answers_503_at_once_beyond_its_queue)
 	th_response_free(&r);
 	PQfinish(watch);
 	PQfinish(c);
+	stop();
+}
+
+/* --------------------------------------------------------- connections */
+
+/* Whether the server closes fd (EOF or reset) before deadline_ms. */
+static bool
+closed_within(int fd, int deadline_ms)
+{
+	int64_t until = th_now_ms() + deadline_ms;
+	while (th_now_ms() < until) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		char buf[512];
+		if (recv(fd, buf, sizeof(buf), 0) <= 0)
+			return true;
+	}
+	return false;
+}
+
+static const char keep_alive_get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+
+/* A keep-alive request on fd; whether it was answered 200. */
+static bool
+healthy_on(int fd)
+{
+	send_all(fd, keep_alive_get, strlen(keep_alive_get));
+	char *raw = read_response(fd, 20000);
+	bool ok = strncmp(raw, "HTTP/1.1 200", 12) == 0;
+	free(raw);
+	return ok;
+}
+
+static bool
+new_connection_served(void *arg)
+{
+	int fd = dial_from(*(int *)arg);
+	bool ok = healthy_on(fd);
+	close(fd);
+	return ok;
+}
+
+Test(limits, connections_are_capped_per_client)
+{
+	const char *flags[] = {"--max-connections-per-client", "3", NULL};
+	start(flags);
+	int held[3];
+	for (int i = 0; i < 3; i++) {
+		held[i] = dial_from(4);
+		cr_assert(healthy_on(held[i]), "connection %d", i);
+	}
+	/* A fourth from the same address is closed unanswered. */
+	int extra = dial_from(4);
+	send_all(extra, keep_alive_get, strlen(keep_alive_get));
+	cr_assert(closed_within(extra, 20000), "a fourth connection was kept");
+	close(extra);
+	/* Another address is served; so is this one once it closes one. */
+	int other = 5;
+	cr_assert(new_connection_served(&other));
+	close(held[0]);
+	int same = 4;
+	cr_assert(th_wait_until(20000, new_connection_served, &same),
+		  "a place freed by a closed connection was not reused");
+	close(held[1]);
+	close(held[2]);
 	stop();
 }
