@@ -3,15 +3,17 @@
 #   make run    install what is missing, build, start a local PostgreSQL 18,
 #               migrate it and serve on 127.0.0.1:8080 (NODEFLOW_LISTEN)
 #   make test   the same set-up, then every test in a sanitizer build
+#   make fuzz   every libFuzzer target for 10 million executions (clang)
 #
 # Plain `make` builds build/nodeflow.  Set NODEFLOW_DATABASE_URL to use your
 # own PostgreSQL 18 instead of the local one.
 
 BUILD      ?= build
 TEST_BUILD ?= build-test
+FUZZ_BUILD ?= build-fuzz
 BOOTSTRAP  := tools/bootstrap.sh
 
-.PHONY: all run test deps build build-test check-format format clean \
+.PHONY: all run test fuzz deps build build-test check-format format clean \
 	db-start db-stop
 
 all: build
@@ -47,6 +49,12 @@ test:
 	@$(MAKE) --no-print-directory build-test
 	@tests/run.sh $(TEST_BUILD)
 
+# Every fuzz target for 10 million executions (clang; tools/fuzz.sh).
+fuzz:
+	@command -v clang >/dev/null 2>&1 || $(BOOTSTRAP) deps
+	@tools/fuzz.sh build $(FUZZ_BUILD)
+	@tools/fuzz.sh all $(FUZZ_BUILD) -runs=10000000
+
 db-start:
 	@$(BOOTSTRAP) pg start
 
@@ -60,4 +68,4 @@ format:
 	@tools/format.sh
 
 clean:
-	rm -rf $(BUILD) $(TEST_BUILD)
+	rm -rf $(BUILD) $(TEST_BUILD) $(TEST_BUILD)-fuzz $(FUZZ_BUILD)

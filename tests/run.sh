@@ -134,5 +134,28 @@ for bin in "$BUILD"/tests/unit_* "$BUILD"/tests/integration_* "$BUILD"/tests/e2e
   [ "$rc" -eq 0 ] && [ "$bad" -eq 0 ] || status=1
 done
 
+# The fuzz targets (fuzz/, built by clang in a build of their own), each run
+# for a few seconds and counted as one test; `make fuzz` runs each for 10
+# million executions.
+FUZZ_BUILD=${NODEFLOW_FUZZ_BUILD:-$BUILD-fuzz}
+FUZZ_SECONDS=${NODEFLOW_FUZZ_SECONDS:-5}
+fuzz_names=()
+for t in $(tools/fuzz.sh list); do
+  [ -z "$FILTER" ] || [[ "$t" == $FILTER ]] || continue
+  fuzz_names+=("$t")
+done
+if [ ${#fuzz_names[@]} -gt 0 ]; then
+  echo "== fuzz build $FUZZ_BUILD"
+  if tools/fuzz.sh build "$FUZZ_BUILD"; then
+    for t in "${fuzz_names[@]}"; do
+      static_check "$t" tools/fuzz.sh run "$FUZZ_BUILD" "$t" \
+        -max_total_time="$FUZZ_SECONDS"
+    done
+  else
+    echo "tests: the fuzz build failed"
+    failed=$((failed + ${#fuzz_names[@]})); status=1
+  fi
+fi
+
 echo "$passed passed, $failed failed"
 exit "$status"

@@ -40,7 +40,7 @@ DEB_PACKAGES=(
   libmicrohttpd-dev libjansson-dev libpq-dev       # libraries the server links
   libcurl4-openssl-dev                             # HTTP client library
   libcriterion-dev                                 # unit test framework
-  clang libclang-rt-14-dev                         # clang builds with sanitizers
+  clang libclang-rt-14-dev                         # clang: sanitizer and libFuzzer builds (fuzz/)
   clang-format                                     # tools/format.sh (pinned: 14)
   acl                                              # setfacl, see grant_traversal
   nodejs npm                                       # npm installs PostgreSQL 18 (tools/pg)

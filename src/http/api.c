@@ -10,16 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ACQUIRE_TIMEOUT_MS = 5000, MAX_JSON_DEPTH = 64 };
-
 struct db *
 api_db(struct http_request *req, struct http_response *res)
 {
 	struct app *app = req->app;
 	struct err e = ERR_INIT;
-	struct db *db = db_pool_acquire(app->pool, ACQUIRE_TIMEOUT_MS, &e);
-	if (!db)
+	struct db *db = db_pool_acquire(
+		app->pool, (int)app->cfg->db_acquire_timeout_ms, &e);
+	if (!db) {
 		http_error(res, &e);
+		/* Busy or reconnecting: either passes soon. */
+		if (e.code == ERR_UNAVAILABLE)
+			http_add_header(res, "Retry-After", "1");
+	}
 	return db;
 }
 
@@ -63,8 +66,13 @@ api_body_object(struct http_request *req, struct http_response *res,
 		return NULL;
 	}
 	struct err e = ERR_INIT;
-	json_t *v = json_parse(req->body, req->body_len, MAX_JSON_DEPTH, &e);
+	struct app *app = req->app;
+	json_t *v = json_parse(req->body, req->body_len,
+			       (size_t)app->cfg->max_json_depth, &e);
 	if (!v) {
+		if (strstr(e.msg, "nested deeper than"))
+			strncat(e.msg, " (--max-json-depth)",
+				sizeof(e.msg) - strlen(e.msg) - 1);
 		http_error(res, &e);
 		return NULL;
 	}

@@ -6,7 +6,16 @@
  * enabled, so a request that waits (a long-poll, an SSE stream) will park
  * its connection instead of a thread.  A request body is collected up to
  * `--max-body-bytes`; a larger one is answered 413 without being read into
- * memory.  Routing is a table of {method, path pattern, handler}; a pattern's
+ * memory.  The limits that protect the server (docs/operations.md) are
+ * enforced here: a request line and headers over `--max-header-bytes` (414
+ * or 431) or with more than `--max-headers` headers (431); a connection
+ * silent for `--idle-timeout-seconds`, or that has not delivered a whole
+ * request `--request-timeout-seconds` after it opened or got its previous
+ * answer, is closed; parked requests are capped per client address and in
+ * all (429 with Retry-After); so are connections (`--max-connections`,
+ * `--max-connections-per-client`), and the process's file-descriptor
+ * limit is raised to hold them.  Routing is a table of {method, path pattern,
+ * handler}; a pattern's
  * `{name}` segments bind path parameters.  A path that matches no route gets
  * 404 and a path matched under another method 405, each with the JSON error
  * body {"error":{"code":"…","message":"…"}}.
@@ -43,6 +52,7 @@ struct http_request {
 	void *app;    /* the application context given to http_server_start */
 	void *conn;   /* the MHD connection, for query and header lookups */
 	void *server; /* the struct http_server, for http_park */
+	void *state;  /* the server's per-request state, for http_park */
 	/* A parked request runs its handler again when woken or when its
 	 * deadline passes: the deadline it set (0 on the first run), and
 	 * whether that has passed (or the server is stopping). */
@@ -105,7 +115,12 @@ void http_add_header(struct http_response *res, const char *name,
  * req->wait_over once the deadline has passed or the server stops.  Read
  * http_wake_seq(key) before looking for work and pass it here: a wake that
  * came in between resumes the request at once, so none is missed.
- * Returns false when the request cannot park (the server is stopping):
+ * A request's first park takes one of the parking places its client
+ * address has (`--max-parked-per-client`) and one of the server's
+ * (`--max-parked`), held until it is answered; when none is left, res is
+ * set to 429 (JSON, Retry-After) and the request is not parked.
+ * Returns true when the request parked or res holds that 429: return
+ * without answering.  False when it cannot park (the server is stopping):
  * answer now.  Release every resource (a database connection) first.
  */
 bool http_park(struct http_request *req, struct http_response *res,
@@ -117,6 +132,13 @@ struct http_server_opts {
 	int threads;
 	size_t max_body_bytes;
 	unsigned idle_timeout_seconds;
+	size_t max_header_bytes; /* request line and headers */
+	unsigned max_headers;
+	unsigned request_timeout_seconds;
+	unsigned max_connections;
+	unsigned max_connections_per_client; /* 0 = no limit */
+	unsigned max_parked;                 /* in all; 0 = no limit */
+	unsigned max_parked_per_client; /* per remote address; 0 = no limit */
 	const struct http_route *routes;
 	size_t nroutes;
 	void *app;
@@ -140,5 +162,10 @@ void http_server_stop(struct http_server *s);
  * tests). */
 bool http_match(const char *pattern, const char *path,
 		struct http_request *req);
+/* Routes req (method, path and arena set) to the first route matching
+ * both, or answers 405 with Allow (the path matches under other methods)
+ * or 404 (exposed for tests and the routing fuzzer). */
+void http_dispatch(const struct http_route *routes, size_t nroutes,
+		   struct http_request *req, struct http_response *res);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,9 @@
 enum {
 	STATUS_SLOTS = 600,
 	WAKE_BUCKETS = 256,
+	CLIENT_BUCKETS = 64,
+	/* How often the request deadlines are checked, at most. */
+	REAP_EVERY_MS = 200,
 	/* How long http_server_stop waits for requests in progress. */
 	DRAIN_TIMEOUT_MS = 10000,
 };
@@ -36,6 +40,14 @@ struct http_server {
 	struct http_server_opts opts;
 	_Atomic(struct metric *) by_status[STATUS_SLOTS];
 	struct metric *m_too_large;
+	struct metric *m_header_limit;
+	struct metric *m_request_timeouts;
+	struct metric *m_park_refused;
+	/* Open connections, for the deadline of each request's delivery
+	 * (--request-timeout-seconds), checked by the parking lot's thread. */
+	pthread_mutex_t conn_lock;
+	struct conn_track *conns;
+	int64_t last_reap_ms;
 	atomic_int in_flight; /* requests begun and not yet completed */
 	atomic_bool stopping;
 	/* The parking lot of long-polls: a list under a lock, a thread that
@@ -49,6 +61,25 @@ struct http_server {
 	struct parked *parked;
 	_Atomic uint64_t wake_seq[WAKE_BUCKETS];
 	struct metric *m_parked;
+	/* Parking places taken (under park_lock): in all, and per client
+	 * address. */
+	unsigned park_slots;
+	struct client_slots *clients[CLIENT_BUCKETS];
+};
+
+/* One open connection: its socket, and by when it must have delivered
+ * the request it is sending (0: none due — it is being answered). */
+struct conn_track {
+	struct conn_track *prev, *next;
+	int fd;
+	_Atomic int64_t deadline_ms;
+};
+
+/* The parking places one client address holds. */
+struct client_slots {
+	struct client_slots *next;
+	unsigned n;
+	char addr[INET6_ADDRSTRLEN];
 };
 
 /* Per request, from MHD's first callback to its completion notice. */
@@ -59,6 +90,9 @@ struct request_state {
 	int64_t started_ms;
 	int64_t park_deadline_ms; /* 0 until the handler first parks */
 	bool park_over;           /* resumed by the deadline or shutdown */
+	bool park_slot;           /* holds a parking place (client below) */
+	char client[INET6_ADDRSTRLEN];
+	struct conn_track *track;
 };
 
 /* A request parked by http_park, waiting for a wake or its deadline. */
@@ -227,13 +261,12 @@ http_match(const char *pattern, const char *path, struct http_request *req)
 	return true;
 }
 
-static void
-dispatch(struct http_server *s, struct http_request *req,
-	 struct http_response *res)
+void
+http_dispatch(const struct http_route *routes, size_t nroutes,
+	      struct http_request *req, struct http_response *res)
 {
-	const struct http_route *routes = s->opts.routes;
 	bool path_known = false;
-	for (size_t i = 0; i < s->opts.nroutes; i++) {
+	for (size_t i = 0; i < nroutes; i++) {
 		if (!http_match(routes[i].pattern, req->path, NULL))
 			continue;
 		path_known = true;
@@ -248,7 +281,7 @@ dispatch(struct http_server *s, struct http_request *req,
 	}
 	if (path_known) {
 		struct strbuf allow = STRBUF_INIT;
-		for (size_t i = 0; i < s->opts.nroutes; i++) {
+		for (size_t i = 0; i < nroutes; i++) {
 			if (http_match(routes[i].pattern, req->path, NULL))
 				sb_printf(&allow, "%s%s", allow.len ? ", " : "",
 					  routes[i].method);
@@ -282,13 +315,106 @@ http_wake_seq(const struct http_request *req, const char *key)
 	return atomic_load(&s->wake_seq[bucket(key)]);
 }
 
+/* The remote address of conn, without its port ("?" when unknown). */
+static void
+client_address(struct MHD_Connection *conn, char out[INET6_ADDRSTRLEN])
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	const char *ok = NULL;
+	if (sa && sa->sa_family == AF_INET)
+		ok = inet_ntop(AF_INET,
+			       &((const struct sockaddr_in *)(const void *)sa)
+					->sin_addr,
+			       out, INET6_ADDRSTRLEN);
+	else if (sa && sa->sa_family == AF_INET6)
+		ok = inet_ntop(AF_INET6,
+			       &((const struct sockaddr_in6 *)(const void *)sa)
+					->sin6_addr,
+			       out, INET6_ADDRSTRLEN);
+	if (!ok)
+		snprintf(out, INET6_ADDRSTRLEN, "?");
+}
+
+static struct client_slots **
+client_slot(struct http_server *s, const char *addr)
+{
+	struct client_slots **cp = &s->clients[bucket(addr) % CLIENT_BUCKETS];
+	while (*cp && strcmp((*cp)->addr, addr) != 0)
+		cp = &(*cp)->next;
+	return cp;
+}
+
+/* Takes a parking place for st's request, or answers 429. */
+static bool
+take_park_slot(struct http_server *s, struct http_request *req,
+	       struct request_state *st, struct http_response *res)
+{
+	client_address(req->conn, st->client);
+	unsigned max_all = s->opts.max_parked;
+	unsigned max_one = s->opts.max_parked_per_client;
+	unsigned mine = 0;
+	bool all_full = false, mine_full = false;
+	pthread_mutex_lock(&s->park_lock);
+	struct client_slots **cp = client_slot(s, st->client);
+	mine = *cp ? (*cp)->n : 0;
+	all_full = max_all && s->park_slots >= max_all;
+	mine_full = max_one && mine >= max_one;
+	if (!all_full && !mine_full) {
+		if (!*cp) {
+			*cp = xcalloc(1, sizeof(**cp));
+			snprintf((*cp)->addr, sizeof((*cp)->addr), "%s",
+				 st->client);
+		}
+		(*cp)->n++;
+		s->park_slots++;
+		st->park_slot = true;
+	}
+	pthread_mutex_unlock(&s->park_lock);
+	if (st->park_slot)
+		return true;
+	metric_add(s->m_park_refused, 1);
+	if (mine_full)
+		http_fail(res, ERR_TOO_MANY,
+			  "%u requests of %s are waiting already, the most one "
+			  "client may park (--max-parked-per-client); retry "
+			  "later",
+			  mine, st->client);
+	else
+		http_fail(res, ERR_TOO_MANY,
+			  "%u requests are waiting already, the most this "
+			  "server parks (--max-parked); retry later",
+			  max_all);
+	http_add_header(res, "Retry-After", "1");
+	return false;
+}
+
+static void
+release_park_slot(struct http_server *s, struct request_state *st)
+{
+	pthread_mutex_lock(&s->park_lock);
+	struct client_slots **cp = client_slot(s, st->client);
+	if (*cp && --(*cp)->n == 0) {
+		struct client_slots *gone = *cp;
+		*cp = gone->next;
+		free(gone);
+	}
+	s->park_slots--;
+	pthread_mutex_unlock(&s->park_lock);
+	st->park_slot = false;
+}
+
 bool
 http_park(struct http_request *req, struct http_response *res, const char *key,
 	  int64_t deadline_ms, uint64_t seq)
 {
 	struct http_server *s = req->server;
+	struct request_state *st = req->state;
 	if (atomic_load(&s->stopping))
 		return false;
+	if (st && !st->park_slot && !take_park_slot(s, req, st, res))
+		return true; /* res holds the 429 */
 	res->parked = true;
 	snprintf(res->park_key, sizeof(res->park_key), "%s", key);
 	res->park_deadline_ms = deadline_ms;
@@ -373,13 +499,49 @@ http_server_wake(struct http_server *s, const char *key)
 	resume_matching(s, key, false, false);
 }
 
-/* Resumes requests whose deadline passed, sleeping until the next one. */
+/*
+ * Shuts down the sockets of connections past their request deadline (a
+ * client sending a byte now and then is never idle, but never done
+ * either).  Only shutdown(): MHD sees the end of the stream and closes
+ * the connection on its own thread; the socket stays open, and so cannot
+ * be reused under us, until MHD's close notice takes it off the list.
+ */
+static void
+reap_slow(struct http_server *s)
+{
+	int64_t now = mono_ms();
+	if (now - s->last_reap_ms < REAP_EVERY_MS)
+		return;
+	s->last_reap_ms = now;
+	int n = 0;
+	pthread_mutex_lock(&s->conn_lock);
+	for (struct conn_track *t = s->conns; t; t = t->next) {
+		int64_t due = atomic_load(&t->deadline_ms);
+		if (due && due <= now && t->fd >= 0) {
+			atomic_store(&t->deadline_ms, 0);
+			shutdown(t->fd, SHUT_RDWR);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&s->conn_lock);
+	if (n) {
+		metric_add(s->m_request_timeouts, n);
+		log_debug("http",
+			  "closed %d connections that did not deliver a "
+			  "request within %u s",
+			  n, s->opts.request_timeout_seconds);
+	}
+}
+
+/* Resumes requests whose deadline passed, sleeping until the next one;
+ * and closes connections too slow to deliver their request. */
 static void *
 park_timer(void *arg)
 {
 	struct http_server *s = arg;
 	pthread_mutex_lock(&s->park_lock);
 	while (!s->park_stop) {
+		reap_slow(s);
 		int64_t next = mono_ms() + 1000;
 		for (struct parked *p = s->parked; p; p = p->next)
 			if (p->deadline_ms < next)
@@ -452,6 +614,74 @@ reply_too_large(struct http_server *s, struct MHD_Connection *conn)
 	return send_response(s, conn, &res);
 }
 
+/* The request's delivery is over (it is being answered): no deadline. */
+static void
+request_received(struct request_state *st)
+{
+	if (st->track)
+		atomic_store(&st->track->deadline_ms, 0);
+}
+
+struct header_tally {
+	size_t bytes;
+	unsigned count;
+};
+
+static enum MHD_Result
+tally_value(void *cls, enum MHD_ValueKind kind, const char *key,
+	    const char *value)
+{
+	struct header_tally *t = cls;
+	(void)kind;
+	t->count++;
+	t->bytes += (key ? strlen(key) : 0) + (value ? strlen(value) : 0) + 4;
+	return MHD_YES;
+}
+
+/* 414 or 431 when the request line or the headers are over the limits:
+ * the sizes are counted as MHD parsed them (path, query arguments, names
+ * and values, each with its separators). */
+static bool
+headers_refused(struct http_server *s, struct MHD_Connection *conn,
+		const char *url, const char *method, enum MHD_Result *ret)
+{
+	struct header_tally line = {strlen(method) + strlen(url) + 11, 0};
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, tally_value,
+				  &line);
+	struct header_tally h = {0, 0};
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, tally_value, &h);
+	size_t max = s->opts.max_header_bytes;
+	struct http_response res = {0};
+	if (max && line.bytes > max)
+		http_fail(&res, ERR_URI_TOO_LONG,
+			  "the request line is longer than %zu bytes "
+			  "(--max-header-bytes)",
+			  max);
+	else if (s->opts.max_headers && h.count > s->opts.max_headers)
+		http_fail(&res, ERR_HEADERS_TOO_LARGE,
+			  "the request has %u headers, more than %u "
+			  "(--max-headers)",
+			  h.count, s->opts.max_headers);
+	else if (max && line.bytes + h.bytes > max)
+		http_fail(&res, ERR_HEADERS_TOO_LARGE,
+			  "the request line and headers are longer than %zu "
+			  "bytes (--max-header-bytes)",
+			  max);
+	else
+		return false;
+	metric_add(s->m_header_limit, 1);
+	*ret = send_response(s, conn, &res);
+	return true;
+}
+
+static struct conn_track *
+track_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	   const char *method, const char *version, const char *upload_data,
@@ -464,12 +694,20 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	if (!st) {
 		st = xcalloc(1, sizeof(*st));
 		st->started_ms = mono_ms();
+		st->track = track_of(conn);
 		atomic_fetch_add(&s->in_flight, 1);
 		*con_cls = st;
+		enum MHD_Result ret;
+		if (headers_refused(s, conn, url, method, &ret)) {
+			st->too_large = true; /* the body is not read */
+			request_received(st);
+			return ret;
+		}
 		const char *cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > s->opts.max_body_bytes) {
 			st->too_large = true;
+			request_received(st);
 			return reply_too_large(s, conn);
 		}
 		return MHD_YES;
@@ -483,6 +721,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	request_received(st);
 	if (st->too_large)
 		return reply_too_large(s, conn);
 
@@ -495,13 +734,14 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		.app = s->opts.app,
 		.conn = conn,
 		.server = s,
+		.state = st,
 		.wait_deadline_ms = st->park_deadline_ms,
 		.wait_over = st->park_over || atomic_load(&s->stopping) ||
 			     (st->park_deadline_ms &&
 			      mono_ms() >= st->park_deadline_ms),
 	};
 	struct http_response res = {.status = 200};
-	dispatch(s, &req, &res);
+	http_dispatch(s->opts.routes, s->opts.nroutes, &req, &res);
 	if (res.parked) {
 		sb_free(&res.body);
 		park(s, conn, st, &res);
@@ -519,11 +759,19 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	     enum MHD_RequestTerminationCode toe)
 {
 	struct http_server *s = cls;
-	(void)conn;
 	(void)toe;
 	struct request_state *st = *con_cls;
 	if (!st)
 		return;
+	/* Answered: the next request on this connection is due in time. */
+	if (st->track && s->opts.request_timeout_seconds)
+		atomic_store(&st->track->deadline_ms,
+			     mono_ms() +
+				     1000 * (int64_t)s->opts
+						     .request_timeout_seconds);
+	(void)conn;
+	if (st->park_slot)
+		release_park_slot(s, st);
 	arena_free(&st->arena);
 	sb_free(&st->body);
 	free(st);
@@ -531,7 +779,48 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	atomic_fetch_sub(&s->in_flight, 1);
 }
 
+/* Lists each connection as it opens, with its first request's deadline. */
 static void
+on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+	      enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *s = cls;
+	struct conn_track *t = *socket_context;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+			conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		t = xcalloc(1, sizeof(*t));
+		t->fd = ci ? ci->connect_fd : -1;
+		if (s->opts.request_timeout_seconds)
+			atomic_store(
+				&t->deadline_ms,
+				mono_ms() +
+					1000 * (int64_t)s->opts
+							.request_timeout_seconds);
+		pthread_mutex_lock(&s->conn_lock);
+		t->next = s->conns;
+		if (s->conns)
+			s->conns->prev = t;
+		s->conns = t;
+		pthread_mutex_unlock(&s->conn_lock);
+		*socket_context = t;
+		return;
+	}
+	if (!t)
+		return;
+	pthread_mutex_lock(&s->conn_lock);
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		s->conns = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	pthread_mutex_unlock(&s->conn_lock);
+	free(t);
+	*socket_context = NULL;
+}
+
+__attribute__((format(printf, 2, 0))) static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
@@ -606,6 +895,38 @@ bound_port(int fd)
 	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 }
 
+/* Raises the soft limit on open files to hold max_connections (and what
+ * else the process opens), up to the hard limit; returns the connections
+ * that fit. */
+static unsigned
+fit_connections(unsigned max_connections)
+{
+	struct rlimit rl;
+	const rlim_t spare = 256; /* database, log, listen socket… */
+	rlim_t want = (rlim_t)max_connections + spare;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return max_connections;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rlim_t was = rl.rlim_cur;
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want
+				      ? want
+				      : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			rl.rlim_cur = was;
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		unsigned fit = rl.rlim_cur > 2 * spare
+				       ? (unsigned)(rl.rlim_cur - spare)
+				       : (unsigned)(rl.rlim_cur / 2);
+		log_warn("http",
+			 "open files are limited to %llu: accepting %u "
+			 "connections, not %u (--max-connections)",
+			 (unsigned long long)rl.rlim_cur, fit, max_connections);
+		return fit;
+	}
+	return max_connections;
+}
+
 struct http_server *
 http_server_start(const struct http_server_opts *o, struct err *e)
 {
@@ -621,7 +942,17 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 		"Requests refused because their body was too large");
 	s->m_parked = metric_register(METRIC_GAUGE, "nodeflow_http_parked", "",
 				      "Long-polls parked, waiting for work");
+	s->m_header_limit = metric_register(
+		METRIC_COUNTER, "nodeflow_http_header_limit_total", "",
+		"Requests refused for their request line or headers (414, 431)");
+	s->m_request_timeouts = metric_register(
+		METRIC_COUNTER, "nodeflow_http_request_timeouts_total", "",
+		"Connections closed for not delivering a request in time");
+	s->m_park_refused = metric_register(
+		METRIC_COUNTER, "nodeflow_http_park_refused_total", "",
+		"Long-polls refused because too many wait already (429)");
 	pthread_mutex_init(&s->park_lock, NULL);
+	pthread_mutex_init(&s->conn_lock, NULL);
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -630,12 +961,26 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD |
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	/* MHD's memory per connection holds the request line and headers:
+	 * room for twice our own limit, so that our JSON 414/431 answers
+	 * first; only a request far over it meets MHD's own refusal. */
+	unsigned max_conns = o->max_connections ? o->max_connections : 4096;
+	if (max_conns < 4 * (unsigned)o->threads)
+		max_conns = 4 * (unsigned)o->threads; /* a share per thread */
+	size_t memory = 2 * o->max_header_bytes + 8192;
+	if (memory < 32768)
+		memory = 32768;
 	s->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
 		on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, fd,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)o->threads,
 		MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_seconds,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,
+		MHD_OPTION_CONNECTION_LIMIT, fit_connections(max_conns),
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		o->max_connections_per_client, MHD_OPTION_END);
 	if (!s->daemon) {
 		err_set(e, ERR_UNAVAILABLE,
 			"could not start the HTTP server on %s", o->listen);
@@ -687,5 +1032,12 @@ http_server_stop(struct http_server *s)
 	close(s->fd);
 	pthread_cond_destroy(&s->park_cond);
 	pthread_mutex_destroy(&s->park_lock);
+	pthread_mutex_destroy(&s->conn_lock);
+	for (int i = 0; i < CLIENT_BUCKETS; i++)
+		while (s->clients[i]) {
+			struct client_slots *next = s->clients[i]->next;
+			free(s->clients[i]);
+			s->clients[i] = next;
+		}
 	free(s);
 }

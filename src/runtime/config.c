@@ -50,8 +50,43 @@ static const struct config_def defs[] = {
 	INT("idle-timeout-seconds", "NODEFLOW_IDLE_TIMEOUT_SECONDS", "30", 1,
 	    3600, idle_timeout_seconds,
 	    "an HTTP connection silent this long is closed"),
+	INT("request-timeout-seconds", "NODEFLOW_REQUEST_TIMEOUT_SECONDS", "30",
+	    1, 3600, request_timeout_seconds,
+	    "a connection that has not delivered a whole request (headers and "
+	    "body) this long after it opened or got its previous answer is "
+	    "closed"),
+	INT("max-header-bytes", "NODEFLOW_MAX_HEADER_BYTES", "8192", 1024,
+	    1048576, max_header_bytes,
+	    "largest request line and headers accepted; larger get 414 or 431"),
+	INT("max-headers", "NODEFLOW_MAX_HEADERS", "100", 1, 10000, max_headers,
+	    "most request headers accepted; more get 431"),
+	INT("max-json-depth", "NODEFLOW_MAX_JSON_DEPTH", "64", 1, 1000,
+	    max_json_depth,
+	    "deepest nesting of objects and arrays accepted in a request body; "
+	    "deeper gets 400"),
+	INT("max-connections", "NODEFLOW_MAX_CONNECTIONS", "4096", 16, 1000000,
+	    max_connections,
+	    "HTTP connections open at once; more wait in the listen backlog"),
+	INT("max-connections-per-client", "NODEFLOW_MAX_CONNECTIONS_PER_CLIENT",
+	    "0", 0, 1000000, max_connections_per_client,
+	    "HTTP connections one client address may hold open (0: no limit); "
+	    "more are closed at once"),
+	INT("max-parked", "NODEFLOW_MAX_PARKED", "10000", 0, 1000000,
+	    max_parked,
+	    "long-polls one server keeps waiting at once (0: no limit); more "
+	    "get 429"),
+	INT("max-parked-per-client", "NODEFLOW_MAX_PARKED_PER_CLIENT", "1000",
+	    0, 1000000, max_parked_per_client,
+	    "long-polls one client address may keep waiting at once (0: no "
+	    "limit); more get 429"),
 	INT("db-pool-size", "NODEFLOW_DB_POOL_SIZE", "8", 1, 500, db_pool_size,
 	    "database connections shared by HTTP handlers"),
+	INT("db-queue", "NODEFLOW_DB_QUEUE", "64", 0, 100000, db_queue,
+	    "requests that may wait for a busy pool's connection; beyond, 503 at "
+	    "once"),
+	INT("db-acquire-timeout-ms", "NODEFLOW_DB_ACQUIRE_TIMEOUT_MS", "5000",
+	    0, 60000, db_acquire_timeout_ms,
+	    "how long a request waits for a pool connection before 503"),
 	INT("partitions-interval-seconds",
 	    "NODEFLOW_PARTITIONS_INTERVAL_SECONDS", "300", 1, 86400,
 	    partitions_interval_seconds,

@@ -30,7 +30,17 @@ struct config {
 	long http_threads;
 	long max_body_bytes;
 	long idle_timeout_seconds;
+	long request_timeout_seconds;
+	long max_header_bytes;
+	long max_headers;
+	long max_json_depth;
+	long max_connections;
+	long max_connections_per_client;
+	long max_parked;
+	long max_parked_per_client;
 	long db_pool_size;
+	long db_queue;
+	long db_acquire_timeout_ms;
 	long partitions_interval_seconds;
 	long executions_months_ahead;
 	long events_months_ahead;

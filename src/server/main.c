@@ -419,6 +419,7 @@ cmd_serve(struct command_line *cl)
 				       (int)cfg->db_pool_size, pool_flags),
 		.started_at = (int64_t)time(NULL),
 	};
+	db_pool_set_queue(app.pool, (int)cfg->db_queue);
 	struct http_server *http = NULL;
 	if (has_role(cfg->roles, "api")) {
 		struct http_server_opts o = {
@@ -427,6 +428,16 @@ cmd_serve(struct command_line *cl)
 			.max_body_bytes = (size_t)cfg->max_body_bytes,
 			.idle_timeout_seconds =
 				(unsigned)cfg->idle_timeout_seconds,
+			.max_header_bytes = (size_t)cfg->max_header_bytes,
+			.max_headers = (unsigned)cfg->max_headers,
+			.request_timeout_seconds =
+				(unsigned)cfg->request_timeout_seconds,
+			.max_connections = (unsigned)cfg->max_connections,
+			.max_connections_per_client =
+				(unsigned)cfg->max_connections_per_client,
+			.max_parked = (unsigned)cfg->max_parked,
+			.max_parked_per_client =
+				(unsigned)cfg->max_parked_per_client,
 			.routes = http_routes,
 			.nroutes = http_routes_count,
 			.app = &app,

@@ -23,8 +23,12 @@ struct db_pool {
 	struct db **idle;
 	int64_t next_connect_ms; /* backoff: no connect attempt before this */
 	int backoff_ms;
+	int max_waiters; /* -1: no limit */
+	int waiting;
 	struct metric *m_open;
 	struct metric *m_failures;
+	struct metric *m_waiting;
+	struct metric *m_refused;
 };
 
 struct db_pool *
@@ -41,6 +45,14 @@ db_pool_create(const char *url, int size, unsigned flags)
 	p->flags = flags;
 	p->size = size;
 	p->idle = xcalloc((size_t)size, sizeof(*p->idle));
+	p->max_waiters = -1;
+	p->m_waiting = metric_register(
+		METRIC_GAUGE, "nodeflow_db_pool_waiting", "",
+		"Requests waiting for a connection of the HTTP pool");
+	p->m_refused = metric_register(
+		METRIC_COUNTER, "nodeflow_db_pool_refused_total", "",
+		"Requests refused at once: every connection busy, the queue "
+		"full");
 	p->m_open =
 		metric_register(METRIC_GAUGE, "nodeflow_db_pool_connections",
 				"", "Open connections of the HTTP pool");
@@ -48,6 +60,14 @@ db_pool_create(const char *url, int size, unsigned flags)
 		METRIC_COUNTER, "nodeflow_db_connect_failures_total", "",
 		"Failed attempts to open a database connection");
 	return p;
+}
+
+void
+db_pool_set_queue(struct db_pool *p, int max_waiters)
+{
+	pthread_mutex_lock(&p->lock);
+	p->max_waiters = max_waiters;
+	pthread_mutex_unlock(&p->lock);
 }
 
 void
@@ -122,7 +142,23 @@ db_pool_acquire(struct db_pool *p, int timeout_ms, struct err *e)
 			pthread_mutex_unlock(&p->lock);
 			return open_one(p, e);
 		}
-		if (pthread_cond_timedwait(&p->freed, &p->lock, &until) != 0) {
+		if (p->max_waiters >= 0 && p->waiting >= p->max_waiters) {
+			int busy = p->size, queued = p->waiting;
+			pthread_mutex_unlock(&p->lock);
+			metric_add(p->m_refused, 1);
+			err_set(e, ERR_UNAVAILABLE,
+				"all %d database connections are busy and %d "
+				"requests wait for one already (--db-queue); "
+				"retry later",
+				busy, queued);
+			return NULL;
+		}
+		p->waiting++;
+		metric_set(p->m_waiting, p->waiting);
+		int rc = pthread_cond_timedwait(&p->freed, &p->lock, &until);
+		p->waiting--;
+		metric_set(p->m_waiting, p->waiting);
+		if (rc != 0) {
 			pthread_mutex_unlock(&p->lock);
 			err_set(e, ERR_UNAVAILABLE,
 				"no database connection free within %d ms",

@@ -16,21 +16,23 @@
 #include <stdbool.h>
 
 /*  X(enum suffix, wire name, HTTP status) */
-#define ERR_CODES(X)                                        \
-	X(OK, "ok", 200)                                    \
-	X(INVALID, "invalid_argument", 400)                 \
-	X(BAD_JSON, "bad_json", 400)                        \
-	X(UNAUTHENTICATED, "unauthenticated", 401)          \
-	X(FORBIDDEN, "forbidden", 403)                      \
-	X(NOT_FOUND, "not_found", 404)                      \
-	X(METHOD, "method_not_allowed", 405)                \
-	X(CONFLICT, "conflict", 409)                        \
-	X(TOO_LARGE, "payload_too_large", 413)              \
-	X(UNSUPPORTED_MEDIA, "unsupported_media_type", 415) \
-	X(TOO_MANY, "too_many_requests", 429)               \
-	X(INTERNAL, "internal", 500)                        \
-	X(DB, "database_error", 500)                        \
-	X(UNAVAILABLE, "unavailable", 503)                  \
+#define ERR_CODES(X)                                         \
+	X(OK, "ok", 200)                                     \
+	X(INVALID, "invalid_argument", 400)                  \
+	X(BAD_JSON, "bad_json", 400)                         \
+	X(UNAUTHENTICATED, "unauthenticated", 401)           \
+	X(FORBIDDEN, "forbidden", 403)                       \
+	X(NOT_FOUND, "not_found", 404)                       \
+	X(METHOD, "method_not_allowed", 405)                 \
+	X(CONFLICT, "conflict", 409)                         \
+	X(TOO_LARGE, "payload_too_large", 413)               \
+	X(URI_TOO_LONG, "uri_too_long", 414)                 \
+	X(HEADERS_TOO_LARGE, "header_fields_too_large", 431) \
+	X(UNSUPPORTED_MEDIA, "unsupported_media_type", 415)  \
+	X(TOO_MANY, "too_many_requests", 429)                \
+	X(INTERNAL, "internal", 500)                         \
+	X(DB, "database_error", 500)                         \
+	X(UNAVAILABLE, "unavailable", 503)                   \
 	X(VERSION, "unsupported_database", 503)
 
 #define ERR_ENUM_(name, wire, status) ERR_##name,

@@ -4,8 +4,9 @@
  * trailing slash the pattern lacks, an empty parameter segment, more
  * parameters than HTTP_MAX_PARAMS, a path that is only a prefix of the
  * pattern or extends it); the JSON error body, which must stay an error
- * object even when its message quotes bytes that are not UTF-8; and the
- * query forms of the Conductor API's workflow search.
+ * object even when its message quotes bytes that are not UTF-8;
+ * http_dispatch: a handler, 405 with Allow, or 404; and the query forms
+ * of the Conductor API's workflow search.
  */
 #include "http/conductor_workflows.h"
 #include "http/http.h"
@@ -277,4 +278,67 @@ Test(conductor_query, refused_forms_name_the_clause)
 		cr_assert_null(store);
 		cr_assert(strstr(msg, "query clause"), "%s: %s", bad[i], msg);
 	}
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static int handled;
+
+static void
+count_handler(struct http_request *req, struct http_response *res)
+{
+	(void)req;
+	handled++;
+	res->status = 204;
+}
+
+static const struct http_route routes[] = {
+	{"GET", "/v1/ns/{ns}/things/{id}", count_handler},
+	{"DELETE", "/v1/ns/{ns}/things/{id}", count_handler},
+	{"POST", "/v1/ns/{ns}/things", count_handler},
+};
+
+Test(http_dispatch, routes_to_a_handler_405_or_404, .fini = teardown)
+{
+	struct http_request req;
+	struct http_response res = {0};
+	fresh(&req);
+	req.method = "GET";
+	req.path = "/v1/ns/a/things/42";
+	handled = 0;
+	http_dispatch(routes, 3, &req, &res);
+	cr_assert_eq(handled, 1);
+	cr_assert_eq(res.status, 204);
+	cr_assert_str_eq(http_param(&req, "id"), "42");
+
+	/* HEAD is GET without a body. */
+	fresh(&req);
+	req.method = "HEAD";
+	req.path = "/v1/ns/a/things/42";
+	http_dispatch(routes, 3, &req, &res);
+	cr_assert_eq(handled, 2);
+
+	/* Known path, other method: 405 naming the methods allowed. */
+	fresh(&req);
+	memset(&res, 0, sizeof(res));
+	req.method = "PUT";
+	req.path = "/v1/ns/a/things/42";
+	http_dispatch(routes, 3, &req, &res);
+	cr_assert_eq(handled, 2);
+	cr_assert_eq(res.status, 405);
+	cr_assert_eq(res.nheaders, 1);
+	cr_assert_str_eq(res.header_names[0], "Allow");
+	cr_assert_str_eq(res.header_values[0], "GET, DELETE");
+	sb_free(&res.body);
+
+	/* Nothing like it: 404 with the JSON error body. */
+	fresh(&req);
+	memset(&res, 0, sizeof(res));
+	req.method = "GET";
+	req.path = "/v1/ns/a/things/42/more";
+	http_dispatch(routes, 3, &req, &res);
+	cr_assert_eq(res.status, 404);
+	cr_assert(strstr(sb_str(&res.body), "\"not_found\""), "%s",
+		  sb_str(&res.body));
+	sb_free(&res.body);
 }
