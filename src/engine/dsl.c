@@ -1,6 +1,7 @@
 #include "engine/dsl.h"
 
 #include "engine/expr.h"
+#include "engine/subflows.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
@@ -612,6 +613,8 @@ parse_task(struct parser *p, const json_t *doc, struct wf_task *t)
 			free(path);
 		}
 	}
+	if (t->kind && t->kind->validate)
+		t->kind->validate(doc, t->path, errs);
 	get_object(doc, t->path, "inputParameters", &t->input_parameters, errs);
 	get_bool(doc, t->path, "optional", &t->optional, errs);
 	get_int32(doc, t->path, "startDelay", 0, &t->start_delay_seconds, errs);
@@ -858,6 +861,25 @@ check_expressions(struct parser *p, struct wf_def *def)
 		check_template(p, def, t->input_parameters, path, &t->refs_used,
 			       &t->n_refs_used);
 		free(path);
+		/* Expressions in the kind's own fields (subWorkflowParam,
+		 * sink): their references are loaded too. */
+		json_t *extra = subflows_expr_fields(t->raw);
+		char **more = NULL;
+		size_t n_more = 0;
+		if (extra)
+			check_template(p, def, extra, t->path, &more, &n_more);
+		for (size_t k = 0; k < n_more; k++) {
+			if (listed(t->refs_used, t->n_refs_used, more[k])) {
+				free(more[k]);
+				continue;
+			}
+			t->refs_used = xrealloc(t->refs_used,
+						(t->n_refs_used + 1) *
+							sizeof(*t->refs_used));
+			t->refs_used[t->n_refs_used++] = more[k];
+		}
+		free(more);
+		json_decref(extra);
 	}
 	if (def->output_parameters)
 		check_template(p, def, def->output_parameters,

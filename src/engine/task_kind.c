@@ -1,5 +1,7 @@
 #include "engine/task_kind.h"
 
+#include "engine/subflows.h"
+
 #include <string.h>
 
 /*
@@ -9,7 +11,17 @@
  * until then rather than accepted and left stuck.
  */
 static const struct task_kind kinds[] = {
-	{"SIMPLE", TASK_EXEC_WORKER, true},
+	{"SIMPLE", TASK_EXEC_WORKER, true, NULL, NULL},
+	/* Workflows and gates (engine/subflows.c). */
+	{"SUB_WORKFLOW", TASK_EXEC_INLINE, false,
+	 subflows_validate_sub_workflow, subflows_schedule},
+	{"START_WORKFLOW", TASK_EXEC_INLINE, false,
+	 subflows_validate_start_workflow, subflows_schedule},
+	{"WAIT", TASK_EXEC_INLINE, false, subflows_validate_wait,
+	 subflows_schedule},
+	{"HUMAN", TASK_EXEC_INLINE, false, NULL, subflows_schedule},
+	{"EVENT", TASK_EXEC_INLINE, false, subflows_validate_event,
+	 subflows_schedule},
 };
 
 const struct task_kind *
