@@ -4,6 +4,7 @@
 #include "engine/defcache.h"
 #include "engine/dsl.h"
 #include "engine/expr.h"
+#include "engine/operators.h"
 #include "runtime/log.h"
 #include "store/actions_repo.h"
 #include "store/db.h"
@@ -274,9 +275,9 @@ check_inline_definition(const json_t *doc, const char *base,
 	wf_def_free(def);
 }
 
-void
-subflows_validate_sub_workflow(const json_t *task, const char *path,
-			       struct dsl_errors *errs)
+static void
+validate_sub_workflow(const json_t *task, const char *path,
+		      struct dsl_errors *errs)
 {
 	char *base = at(path, "subWorkflowParam");
 	const json_t *p = member(task, "subWorkflowParam");
@@ -306,9 +307,9 @@ subflows_validate_sub_workflow(const json_t *task, const char *path,
 	free(base);
 }
 
-void
-subflows_validate_start_workflow(const json_t *task, const char *path,
-				 struct dsl_errors *errs)
+static void
+validate_start_workflow(const json_t *task, const char *path,
+			struct dsl_errors *errs)
 {
 	char *ip = at(path, "inputParameters");
 	char *base = at(ip, "startWorkflow");
@@ -340,9 +341,8 @@ subflows_validate_start_workflow(const json_t *task, const char *path,
 	free(ip);
 }
 
-void
-subflows_validate_wait(const json_t *task, const char *path,
-		       struct dsl_errors *errs)
+static void
+validate_wait(const json_t *task, const char *path, struct dsl_errors *errs)
 {
 	const json_t *in = member(task, "inputParameters");
 	const json_t *dur = member(in, "duration");
@@ -377,9 +377,8 @@ subflows_validate_wait(const json_t *task, const char *path,
 	free(ip);
 }
 
-void
-subflows_validate_event(const json_t *task, const char *path,
-			struct dsl_errors *errs)
+static void
+validate_event(const json_t *task, const char *path, struct dsl_errors *errs)
 {
 	const json_t *sink = member(task, "sink");
 	char *p = at(path, "sink");
@@ -659,9 +658,9 @@ schedule_event(const struct wf_task *wt, const struct loaded_execution *x,
 	json_decref(sink);
 }
 
-void
-subflows_schedule(const struct wf_task *wt, const struct loaded_execution *x,
-		  const json_t *ctx, json_t *row)
+static void
+schedule(const struct wf_task *wt, const struct loaded_execution *x,
+	 const json_t *ctx, json_t *row)
 {
 	const char *type = wt->kind->type;
 	if (strcmp(type, "SUB_WORKFLOW") == 0)
@@ -676,6 +675,36 @@ subflows_schedule(const struct wf_task *wt, const struct loaded_execution *x,
 		json_object_set_new(row, "status", json_string("IN_PROGRESS"));
 		json_object_set_new(row, "output", json_object());
 	}
+}
+
+void
+subflows_kind_start(struct eval *ev, const struct wf_task *wt,
+		    struct op_run *run)
+{
+	static const char *const statuses[] = {
+		"IN_PROGRESS", "COMPLETED", "FAILED",
+		"FAILED_WITH_TERMINAL_ERROR", NULL};
+	json_t *row = json_pack("{s:O}", "input", run->input);
+	schedule(wt, decider_execution(ev), decider_context(ev), row);
+	const char *st = json_string_value(json_object_get(row, "status"));
+	run->status = statuses[0];
+	for (int i = 0; st && statuses[i]; i++)
+		if (strcmp(st, statuses[i]) == 0)
+			run->status = statuses[i];
+	run->output = json_incref(json_object_get(row, "output"));
+	const char *reason = json_string_value(json_object_get(row, "reason"));
+	if (reason)
+		snprintf(run->reason, sizeof(run->reason), "%s", reason);
+	static const char *const extras[] = {"start", "wait", "outbox", NULL};
+	for (int i = 0; extras[i]; i++) {
+		json_t *v = json_object_get(row, extras[i]);
+		if (!v)
+			continue;
+		if (!run->extra)
+			run->extra = json_object();
+		json_object_set(run->extra, extras[i], v);
+	}
+	json_decref(row);
 }
 
 /* ------------------------------------------------------------ applying */
@@ -820,7 +849,7 @@ start_all(struct db *db, const char *ns_id, const char *guard, const char *text,
 	  struct err *e)
 {
 	int n;
-	return subflows_start(db, ns_id, guard, text, &n, e);
+	return subflows_start_executions(db, ns_id, guard, text, &n, e);
 }
 
 static bool
@@ -948,7 +977,8 @@ start_failure_workflow(struct db *db, const char *id, bool *woke, struct err *e)
 			char *text = json_db_text(rows);
 			json_decref(rows);
 			int n = 0;
-			ok = subflows_start(db, x.ns_id, NULL, text, &n, e) &&
+			ok = subflows_start_executions(db, x.ns_id, NULL, text,
+						       &n, e) &&
 			     subflows_set_failure_workflow(db, id, fid, e);
 			free(text);
 			if (ok)
@@ -1110,4 +1140,38 @@ subflows_tree(struct db *db, const char *ns_id, const char *id, int max_depth,
 	json_decref(by_id);
 	json_decref(rows);
 	return true;
+}
+
+/* ------------------------------------------------------------ the kinds */
+
+void
+subflows_validate_sub_workflow(struct wf_task *t, const struct wf_def *def,
+			       struct dsl_errors *errs)
+{
+	(void)def;
+	validate_sub_workflow(t->raw, t->path, errs);
+}
+
+void
+subflows_validate_start_workflow(struct wf_task *t, const struct wf_def *def,
+				 struct dsl_errors *errs)
+{
+	(void)def;
+	validate_start_workflow(t->raw, t->path, errs);
+}
+
+void
+subflows_validate_wait(struct wf_task *t, const struct wf_def *def,
+		       struct dsl_errors *errs)
+{
+	(void)def;
+	validate_wait(t->raw, t->path, errs);
+}
+
+void
+subflows_validate_event(struct wf_task *t, const struct wf_def *def,
+			struct dsl_errors *errs)
+{
+	(void)def;
+	validate_event(t->raw, t->path, errs);
 }

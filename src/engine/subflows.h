@@ -32,20 +32,24 @@
 
 struct db;
 struct dsl_errors;
+struct eval;
 struct loaded_execution;
+struct op_run;
+struct wf_def;
 struct wf_task;
 
 /* ------------------------------------------------------------ validation */
 
-/* Checks of the task object `task` found at path, by type (task_kind.c
- * points each row at one); problems go to errs at their JSON paths. */
-void subflows_validate_sub_workflow(const json_t *task, const char *path,
+/* Checks of a task's own fields (task_kind.c points each row at one);
+ * problems go to errs at their JSON paths. */
+void subflows_validate_sub_workflow(struct wf_task *t, const struct wf_def *def,
 				    struct dsl_errors *errs);
-void subflows_validate_start_workflow(const json_t *task, const char *path,
+void subflows_validate_start_workflow(struct wf_task *t,
+				      const struct wf_def *def,
 				      struct dsl_errors *errs);
-void subflows_validate_wait(const json_t *task, const char *path,
+void subflows_validate_wait(struct wf_task *t, const struct wf_def *def,
 			    struct dsl_errors *errs);
-void subflows_validate_event(const json_t *task, const char *path,
+void subflows_validate_event(struct wf_task *t, const struct wf_def *def,
 			     struct dsl_errors *errs);
 
 /* The task's fields other than inputParameters that hold expressions,
@@ -69,14 +73,15 @@ bool subflows_parse_until(const char *s, int64_t *epoch_seconds);
 /* ------------------------------------------------------------ scheduling */
 
 /*
- * Shapes the row of a newly scheduled task of one of these kinds (row has
- * "id" and the resolved "input"; ctx is the expression context): sets
- * "status" (IN_PROGRESS, COMPLETED, or FAILED… with "reason"), "output",
- * and the instructions subflows_apply carries out.
+ * The `start` of these kinds (operators.h): decides the row of a task being
+ * scheduled — "status" (IN_PROGRESS, COMPLETED, or FAILED… with a
+ * reason), "output" — and adds to it what subflows_apply carries out:
+ * "start" (a child or a fired-and-forgotten execution: {id, name, version,
+ * workflowDefinition, input, correlationId, priority, parent}), "wait"
+ * ({seconds} or {fireAt}) and "outbox" ({sink, payload}).
  */
-void subflows_schedule(const struct wf_task *wt,
-		       const struct loaded_execution *x, const json_t *ctx,
-		       json_t *row);
+void subflows_kind_start(struct eval *ev, const struct wf_task *wt,
+			 struct op_run *run);
 
 /* Carries out the instructions of the rows of one applied decision (tasks:
  * the decision's rows), in its transaction. */

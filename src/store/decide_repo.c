@@ -134,7 +134,7 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
 	" t.\"status\", t.\"input\"::text, t.\"output\"::text,"               \
 	" t.\"reasonForIncompletion\", t.\"deciderSeenAt\" IS NOT NULL,"      \
 	" t.\"endedAt\" IS NOT NULL, t.\"scheduledAt\"::text,"                \
-	" t.\"endedAt\"::text"
+	" t.\"endedAt\"::text, t.\"forkRef\""
 
 /*
  * Three index paths, one statement: the frontier (partial frontier index;
@@ -222,6 +222,7 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 		t->terminal = strcmp(PQgetvalue(res, i, 12), "t") == 0;
 		t->scheduled_at = xstrdup(PQgetvalue(res, i, 13));
 		t->ended_at = dup_or_null(res, i, 14);
+		t->fork_ref = dup_or_null(res, i, 15);
 	}
 	PQclear(res);
 	return true;
@@ -239,6 +240,7 @@ task_free(struct loaded_task *t)
 	free(t->reason);
 	free(t->scheduled_at);
 	free(t->ended_at);
+	free(t->fork_ref);
 }
 
 void
@@ -304,29 +306,70 @@ DB_STMT(decide_update_execution,
 		"e", "$1::uuid") " AND e.\"version\" = $2::bigint"
 				 " RETURNING e.\"eventSeq\" - $4::int");
 
+#define TERMINAL_TEXT SQL_TASK_TERMINAL
+
+/*
+ * Rows without "status" are SCHEDULED (and queued when they carry a
+ * queueName); rows with one are written in it, started and, when terminal,
+ * ended now (and seen when "seen").  A row whose identity exists updates it
+ * only if it carries a status and the existing row is open, or if it turns
+ * a failed attempt into COMPLETED_WITH_ERRORS (an optional task); any other
+ * conflict is a no-op.  "joinFork" builds the output from the latest
+ * attempt of each task of that fork (and iteration): ref -> output.
+ */
 DB_STMT(decide_write,
-	"WITH nt AS (INSERT INTO \"TaskExecutions\" (\"id\", \"workflowId\","
-	"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
-	"   \"iteration\", \"attempt\", \"status\", \"input\", \"queueName\","
-	"   \"startDelaySeconds\", \"scheduledAt\", \"updatedAt\")"
-	"   SELECT r.\"id\", $1::uuid, $2::uuid, r.\"refName\", r.\"taskDefName\","
-	"   r.\"taskType\", r.\"iteration\", r.\"attempt\", 'SCHEDULED',"
-	"   coalesce(r.\"input\", '{}'), r.\"queueName\","
-	"   coalesce(r.\"delaySeconds\", 0), now(), now()"
+	"WITH r AS (SELECT r.*, coalesce(r.\"status\", 'SCHEDULED') AS \"st\","
+	"   coalesce(r.\"status\", 'SCHEDULED') IN " TERMINAL_TEXT
+	" AS \"term\""
 	"   FROM jsonb_to_recordset($3::jsonb) AS r(\"id\" uuid, \"refName\" text,"
 	"   \"taskDefName\" text, \"taskType\" text, \"iteration\" int,"
 	"   \"attempt\" int, \"input\" jsonb, \"queueName\" text,"
-	"   \"delaySeconds\" int)"
+	"   \"delaySeconds\" int, \"status\" text, \"output\" jsonb,"
+	"   \"reason\" text, \"seen\" boolean, \"forkRef\" text,"
+	"   \"joinFork\" text)),"
+	" nt AS (INSERT INTO \"TaskExecutions\" AS t (\"id\", \"workflowId\","
+	"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
+	"   \"iteration\", \"attempt\", \"status\", \"input\", \"output\","
+	"   \"reasonForIncompletion\", \"queueName\", \"startDelaySeconds\","
+	"   \"forkRef\", \"scheduledAt\", \"startedAt\", \"endedAt\","
+	"   \"deciderSeenAt\", \"updatedAt\")"
+	"   SELECT r.\"id\", $1::uuid, $2::uuid, r.\"refName\", r.\"taskDefName\","
+	"   r.\"taskType\", r.\"iteration\", r.\"attempt\", r.\"st\","
+	"   coalesce(r.\"input\", '{}'),"
+	"   CASE WHEN r.\"joinFork\" IS NOT NULL THEN (SELECT"
+	"     coalesce(jsonb_object_agg(b.\"refName\", b.\"output\"), '{}')"
+	"     FROM (SELECT DISTINCT ON (b.\"refName\") b.\"refName\", b.\"output\""
+	"     FROM \"TaskExecutions\" b WHERE b.\"workflowId\" = $1::uuid"
+	"     AND b.\"forkRef\" = r.\"joinFork\" AND b.\"iteration\" = r.\"iteration\""
+	"     ORDER BY b.\"refName\", b.\"attempt\" DESC) b)"
+	"   ELSE coalesce(r.\"output\", '{}') END,"
+	"   r.\"reason\", r.\"queueName\", coalesce(r.\"delaySeconds\", 0),"
+	"   r.\"forkRef\", now(),"
+	"   CASE WHEN r.\"status\" IS NOT NULL THEN now() END,"
+	"   CASE WHEN r.\"term\" THEN now() END,"
+	"   CASE WHEN r.\"term\" AND coalesce(r.\"seen\", false) THEN now() END,"
+	"   now() FROM r"
 	"   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"
-	"   DO NOTHING"
-	"   RETURNING \"id\", \"queueName\", \"taskType\", \"startDelaySeconds\"),"
+	"   DO UPDATE SET \"status\" = excluded.\"status\","
+	"   \"input\" = excluded.\"input\", \"output\" = excluded.\"output\","
+	"   \"reasonForIncompletion\" = excluded.\"reasonForIncompletion\","
+	"   \"startedAt\" = coalesce(t.\"startedAt\", excluded.\"startedAt\"),"
+	"   \"endedAt\" = coalesce(t.\"endedAt\", excluded.\"endedAt\"),"
+	"   \"deciderSeenAt\" = excluded.\"deciderSeenAt\", \"updatedAt\" = now()"
+	"   WHERE excluded.\"status\" <> 'SCHEDULED' AND (t.\"status\" NOT IN"
+	"   " TERMINAL_TEXT " OR (t.\"status\" IN ('FAILED', 'TIMED_OUT',"
+	"   'FAILED_WITH_TERMINAL_ERROR') AND excluded.\"status\" ="
+	"   'COMPLETED_WITH_ERRORS'))"
+	"   RETURNING t.\"id\", t.\"queueName\", t.\"taskType\", t.\"status\","
+	"   t.\"startDelaySeconds\", t.\"endedAt\", t.\"deciderSeenAt\"),"
 	" nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
 	"   \"workflowId\", \"namespaceId\", \"taskType\", \"priority\","
 	"   \"leaseExpiresAt\")"
 	"   SELECT nt.\"queueName\", nt.\"id\", $1::uuid, $2::uuid, nt.\"taskType\","
 	"   $6::int, CASE WHEN nt.\"startDelaySeconds\" > 0 THEN now() +"
 	"   make_interval(secs => nt.\"startDelaySeconds\") END"
-	"   FROM nt WHERE nt.\"queueName\" IS NOT NULL),"
+	"   FROM nt WHERE nt.\"queueName\" IS NOT NULL"
+	"   AND nt.\"status\" = 'SCHEDULED'),"
 	" s AS (UPDATE \"TaskExecutions\" t SET \"deciderSeenAt\" = now()"
 	"   WHERE t.\"workflowId\" = $1::uuid AND t.\"id\" IN"
 	"   (SELECT jsonb_array_elements_text($4::jsonb)::uuid)),"
@@ -343,7 +386,11 @@ DB_STMT(decide_write,
 	"   SELECT $1::uuid, $2::uuid, r.\"seq\", r.\"type\", r.\"taskId\","
 	"   coalesce(r.\"data\", '{}') FROM jsonb_to_recordset($5::jsonb)"
 	"   AS r(\"seq\" bigint, \"type\" text, \"taskId\" uuid, \"data\" jsonb)),"
-	" dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = $1::uuid)"
+	/* A terminal row written unseen is reacted to by another evaluation:
+	 * the queue row stays (it is due), so that one follows. */
+	" dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = $1::uuid"
+	"   AND NOT EXISTS (SELECT 1 FROM nt WHERE nt.\"endedAt\" IS NOT NULL"
+	"   AND nt.\"deciderSeenAt\" IS NULL))"
 	" SELECT (SELECT count(*) FROM nt), (SELECT count(*) FROM cx)");
 
 bool

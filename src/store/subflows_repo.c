@@ -65,8 +65,9 @@ DB_STMT(subflows_start_stmt,
 	" SELECT count(*) FROM w");
 
 bool
-subflows_start(struct db *db, const char *ns_id, const char *guard_workflow_id,
-	       const char *starts_json, int *started, struct err *e)
+subflows_start_executions(struct db *db, const char *ns_id,
+			  const char *guard_workflow_id,
+			  const char *starts_json, int *started, struct err *e)
 {
 	const char *params[] = {ns_id, starts_json, guard_workflow_id};
 	PGresult *res = db_exec(db, &subflows_start_stmt, 3, params, e);

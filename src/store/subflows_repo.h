@@ -42,9 +42,10 @@ struct db;
  * that task of guard_workflow_id exists; an entry with a parent also sets
  * the parent task's "subWorkflowId".  *started: how many were written.
  */
-bool subflows_start(struct db *db, const char *ns_id,
-		    const char *guard_workflow_id, const char *starts_json,
-		    int *started, struct err *e);
+bool subflows_start_executions(struct db *db, const char *ns_id,
+			       const char *guard_workflow_id,
+			       const char *starts_json, int *started,
+			       struct err *e);
 
 /* Ends open tasks of workflow_id from results_json, a JSON array of
  * {taskId, status, output, reason}, enqueues the workflow's evaluation and
