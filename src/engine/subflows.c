@@ -549,20 +549,26 @@ schedule_start_workflow(const struct loaded_execution *x, json_t *row)
 	const json_t *corr = member(sw, "correlationId");
 	int version = version_of(member(sw, "version"));
 	if (!json_is_object(sw) || !json_is_string(name) || version < 0 ||
-	    (in && !json_is_object(in)) || (corr && !json_is_string(corr))) {
+	    (in && !json_is_object(in)) || json_is_object(corr) ||
+	    json_is_array(corr)) {
 		fail_row(row, "FAILED_WITH_TERMINAL_ERROR",
 			 "input startWorkflow must be an object with a name "
 			 "(string), and optionally version (number), input "
-			 "(object) and correlationId (string)");
+			 "(object) and correlationId (text)");
 		return;
 	}
+	/* A number or boolean correlation id is taken as its text. */
+	char *corr_text = !corr ? NULL
+			  : json_is_string(corr)
+				  ? xstrdup(json_string_value(corr))
+				  : json_dumps(corr, JSON_ENCODE_ANY);
 	char id[37];
 	uuid_v7(id);
 	json_object_set_new(row, "start",
 			    start_entry(id, json_string_value(name), version,
-					NULL, in,
-					corr ? json_string_value(corr) : NULL,
-					x->priority, false));
+					NULL, in, corr_text, x->priority,
+					false));
+	free(corr_text);
 	json_object_set_new(row, "status", json_string("IN_PROGRESS"));
 	json_object_set_new(row, "output", json_object());
 }
@@ -934,7 +940,8 @@ failure_input(const char *id, const struct subflows_ended *x)
 }
 
 static bool
-start_failure_workflow(struct db *db, const char *id, bool *woke, struct err *e)
+start_failure_workflow(struct db *db, const char *id, json_t *enqueued,
+		       struct err *e)
 {
 	struct subflows_ended x;
 	if (!subflows_ended_load(db, id, &x, e))
@@ -982,7 +989,8 @@ start_failure_workflow(struct db *db, const char *id, bool *woke, struct err *e)
 			     subflows_set_failure_workflow(db, id, fid, e);
 			free(text);
 			if (ok)
-				*woke = true;
+				json_array_append_new(enqueued,
+						      json_string(fid));
 		} else {
 			log_warn("subflows",
 				 "workflow %s %s: its failureWorkflow %s could "
@@ -999,13 +1007,13 @@ start_failure_workflow(struct db *db, const char *id, bool *woke, struct err *e)
 
 static bool
 ended(struct db *db, const char *ns_id, const char *id, bool failure_wf,
-      int depth, bool *woke, struct err *e)
+      int depth, json_t *enqueued, struct err *e)
 {
 	char parent[37];
 	if (!subflows_child_ended(db, id, parent, e))
 		return false;
 	if (parent[0])
-		*woke = true;
+		json_array_append_new(enqueued, json_string(parent));
 	char(*kids)[37] = NULL;
 	size_t n = 0;
 	if (!subflows_running_children(db, id, &kids, &n, e))
@@ -1024,21 +1032,21 @@ ended(struct db *db, const char *ns_id, const char *id, bool failure_wf,
 			continue;
 		}
 		if (depth < MAX_CASCADE_DEPTH)
-			ok = ended(db, ns_id, kids[i], false, depth + 1, woke,
-				   e);
+			ok = ended(db, ns_id, kids[i], false, depth + 1,
+				   enqueued, e);
 	}
 	free(kids);
-	return ok && (!failure_wf || start_failure_workflow(db, id, woke, e));
+	return ok &&
+	       (!failure_wf || start_failure_workflow(db, id, enqueued, e));
 }
 
 bool
 subflows_workflow_ended(struct db *db, const char *ns_id, const char *id,
-			bool failure_workflow, bool *woke, struct err *e)
+			bool failure_workflow, json_t *enqueued, struct err *e)
 {
-	bool w = false;
-	bool ok = ended(db, ns_id, id, failure_workflow, 0, &w, e);
-	if (woke)
-		*woke = w;
+	json_t *mine = enqueued ? json_incref(enqueued) : json_array();
+	bool ok = ended(db, ns_id, id, failure_workflow, 0, mine, e);
+	json_decref(mine);
 	return ok;
 }
 
@@ -1046,16 +1054,19 @@ bool
 subflows_terminate(struct db *db, const char *ns_id, const char *id,
 		   const char *reason, struct err *e)
 {
-	bool woke = false;
-	if (!db_begin(db, e))
-		return false;
-	bool ok = action_terminate(db, ns_id, id, reason, e) &&
-		  subflows_workflow_ended(db, ns_id, id, false, &woke, e) &&
-		  db_commit(db, e);
-	if (!ok)
-		db_rollback(db);
-	else if (woke)
+	json_t *enqueued = json_array();
+	bool ok = db_begin(db, e);
+	if (ok) {
+		ok = action_terminate(db, ns_id, id, reason, e) &&
+		     subflows_workflow_ended(db, ns_id, id, false, enqueued,
+					     e) &&
+		     db_commit(db, e);
+		if (!ok)
+			db_rollback(db);
+	}
+	if (ok && json_array_size(enqueued))
 		decide_loop_wake_all();
+	json_decref(enqueued);
 	return ok;
 }
 

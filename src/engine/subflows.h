@@ -92,10 +92,14 @@ bool subflows_apply(struct db *db, const struct loaded_execution *x,
 
 /* Workflow id of namespace ns_id has ended in the caller's transaction
  * (see above); failure_workflow: start its failureWorkflow if it has one
- * and failed or timed out (not after a terminate).  *woke (may be NULL):
- * an evaluation was enqueued, so deciders should be woken after commit. */
+ * and failed or timed out (not after a terminate).  The ids of the
+ * workflows this enqueued for evaluation (parents, failure workflows) are
+ * appended to enqueued (a JSON array; may be NULL): deciders should be
+ * woken after commit, and a decider batch must not apply a decision it
+ * computed for one of them before this changed it. */
 bool subflows_workflow_ended(struct db *db, const char *ns_id, const char *id,
-			     bool failure_workflow, bool *woke, struct err *e);
+			     bool failure_workflow, json_t *enqueued,
+			     struct err *e);
 
 /* Terminate with the cascade to running children, in one transaction. */
 bool subflows_terminate(struct db *db, const char *ns_id, const char *id,

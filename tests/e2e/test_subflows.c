@@ -684,3 +684,121 @@ Test(subflows, validation)
 		 "\"taskReferenceName\":\"s\",\"type\":\"START_WORKFLOW\"}]}",
 		 "$.tasks[0].inputParameters.startWorkflow");
 }
+
+/* ------------------------------------------------ examples/subflows/ */
+
+static void
+register_example(const char *name)
+{
+	char file[256];
+	snprintf(file, sizeof(file), "examples/subflows/%s.workflow.json",
+		 name);
+	FILE *f = fopen(file, "r");
+	cr_assert_not_null(f, "cannot open %s (run from the repository root)",
+			   file);
+	static char buf[16384];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	define(buf);
+}
+
+struct tree_probe {
+	const char *id;
+	char child[37];
+};
+
+static bool
+has_child(void *arg)
+{
+	struct tree_probe *p = arg;
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/tree", p->id);
+	json_t *v = call("GET", path, NULL, 200);
+	json_t *c = json_array_get(
+		json_object_get(json_object_get(v, "tree"), "children"), 0);
+	if (c)
+		snprintf(p->child, sizeof(p->child), "%s", str(c, "id"));
+	json_decref(v);
+	return c != NULL;
+}
+
+Test(subflows, examples)
+{
+	static const char *const files[] = {
+		"approval", "audit", "order_failed", "order", "reminder", NULL};
+	for (int i = 0; files[i]; i++)
+		register_example(files[i]);
+
+	/* The README's walk-through. */
+	char id[37];
+	start("{\"name\":\"order\",\"input\":{\"orderId\":\"o-1\","
+	      "\"amount\":120}}",
+	      id);
+	struct tree_probe p = {id, ""};
+	cr_assert(th_wait_until(WAIT_MS, has_child, &p), "no approval child");
+	wait_task(p.child, "approve", "IN_PROGRESS");
+	json_decref(signal_task(
+		p.child, "approve", "complete",
+		"{\"output\":{\"approved\":true,\"by\":\"ada\"}}", 200));
+	wait_task(id, "shipped", "IN_PROGRESS");
+	json_decref(signal_task(id, "shipped", "complete",
+				"{\"output\":{\"tracking\":\"1Z999\"}}", 200));
+	wait_status(id, "COMPLETED");
+	json_t *v = get(id);
+	json_t *out = json_object_get(v, "output");
+	cr_assert_str_eq(str(out, "approvedBy"), "ada", "%s", last_body);
+	cr_assert_str_eq(str(out, "tracking"), "1Z999");
+	char audit[37];
+	snprintf(audit, sizeof(audit), "%s", str(out, "auditId"));
+	json_decref(v);
+	wait_status(audit, "COMPLETED");
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"OutboxEvents\" WHERE"
+			     " \"workflowId\" = $1::uuid AND \"sink\" ="
+			     " 'kafka:orders'",
+			     id),
+		     1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"OutboxEvents\" WHERE"
+			     " \"workflowId\" = $1::uuid AND \"sink\" ="
+			     " 'conductor:audit:record'",
+			     audit),
+		     1);
+
+	/* Rejected: the order fails and order_failed reports it. */
+	start("{\"name\":\"order\",\"input\":{\"orderId\":\"o-2\","
+	      "\"amount\":1e6}}",
+	      id);
+	struct tree_probe q = {id, ""};
+	cr_assert(th_wait_until(WAIT_MS, has_child, &q), "no approval child");
+	wait_task(q.child, "approve", "IN_PROGRESS");
+	json_decref(signal_task(q.child, "approve", "fail",
+				"{\"reason\":\"too much\"}", 200));
+	wait_status(id, "FAILED");
+	v = get(id);
+	char failed[37];
+	snprintf(failed, sizeof(failed), "%s", str(v, "failureWorkflowId"));
+	json_decref(v);
+	wait_status(failed, "COMPLETED");
+	cr_assert_eq(
+		sql_int("SELECT count(*) FROM \"OutboxEvents\" WHERE"
+			" \"workflowId\" = $1::uuid AND \"sink\" ="
+			" 'kafka:order-failures' AND \"payload\"->>'reason'"
+			" LIKE '%too much%' AND \"payload\"->>'orderId' ="
+			" 'o-2'",
+			failed),
+		1);
+
+	/* The reminder: a time already past, then its inline checklist. */
+	start("{\"name\":\"reminder\",\"input\":{\"at\":\"2020-01-01 09:00 "
+	      "CET\",\"note\":\"call back\"}}",
+	      id);
+	const char *child = wait_task(id, "checklist", "IN_PROGRESS");
+	char cl[37];
+	snprintf(cl, sizeof(cl), "%s", child);
+	v = get(cl);
+	cr_assert_str_eq(str(v, "name"), "checklist");
+	json_decref(v);
+	wait_task(cl, "tick", "IN_PROGRESS");
+	json_decref(signal_task(cl, "tick", "complete", "{}", 200));
+	wait_status(id, "COMPLETED");
+}
