@@ -397,6 +397,10 @@ validate_event(const json_t *task, const char *path, struct dsl_errors *errs)
 json_t *
 subflows_expr_fields(const json_t *task)
 {
+	const char *type = json_string_value(member(task, "type"));
+	if (!type ||
+	    (strcmp(type, "SUB_WORKFLOW") != 0 && strcmp(type, "EVENT") != 0))
+		return NULL;
 	json_t *t = json_object();
 	const json_t *p = member(task, "subWorkflowParam");
 	if (json_is_object(p)) {

@@ -52,11 +52,11 @@ void subflows_validate_wait(struct wf_task *t, const struct wf_def *def,
 void subflows_validate_event(struct wf_task *t, const struct wf_def *def,
 			     struct dsl_errors *errs);
 
-/* The task's fields other than inputParameters that hold expressions,
- * as one template {"subWorkflowParam": {name, version, priority,
- * workflowDefinition when it is a string}, "sink"} (a new reference), or
- * NULL when it has none.  An inline workflowDefinition object is not part
- * of it: its expressions are the child's. */
+/* A SUB_WORKFLOW's or EVENT's fields other than inputParameters that
+ * hold expressions, as one template {"subWorkflowParam": {name, version,
+ * priority, workflowDefinition when it is a string}, "sink"} (a new
+ * reference), or NULL for another kind or none.  An inline workflowDefinition
+ * object is not part of it: its expressions are the child's. */
 json_t *subflows_expr_fields(const json_t *task);
 
 /* A WAIT duration: "30s", "2m", "1h 30m", "2 days 3 hours", "1d2h3m4s"

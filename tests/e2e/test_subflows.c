@@ -802,3 +802,29 @@ Test(subflows, examples)
 	json_decref(signal_task(cl, "tick", "complete", "{}", 200));
 	wait_status(id, "COMPLETED");
 }
+
+Test(subflows, child_terminated)
+{
+	define("{\"name\":\"gated\",\"tasks\":[{\"name\":\"gate\","
+	       "\"taskReferenceName\":\"g\",\"type\":\"HUMAN\"}]}");
+	define("{\"name\":\"holder\",\"tasks\":[{\"name\":\"gated\","
+	       "\"taskReferenceName\":\"c\",\"type\":\"SUB_WORKFLOW\","
+	       "\"subWorkflowParam\":{\"name\":\"gated\"}}]}");
+	char parent[37], child[37];
+	start("{\"name\":\"holder\"}", parent);
+	snprintf(child, sizeof(child), "%s",
+		 wait_task(parent, "c", "IN_PROGRESS"));
+	/* Terminating the child, not the parent, fails the parent's task. */
+	json_decref(action(child, "terminate", 200));
+	wait_status(parent, "FAILED");
+	json_t *v = get(parent);
+	cr_assert(strstr(str(task_of(v, "c"), "reason"), "TERMINATED"), "%s",
+		  last_body);
+	json_decref(v);
+	/* The history of the parent records the task's end. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\" WHERE"
+			     " \"workflowId\" = $1::uuid AND \"type\" ="
+			     " 'TASK_FAILED'",
+			     parent),
+		     1);
+}
