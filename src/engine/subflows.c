@@ -1014,14 +1014,12 @@ ended(struct db *db, const char *ns_id, const char *id, bool failure_wf,
       int depth, json_t *enqueued, struct err *e)
 {
 	char parent[37];
-	if (!subflows_child_ended(db, id, parent, e))
+	char(*kids)[37] = NULL;
+	size_t n = 0;
+	if (!subflows_child_ended(db, id, parent, &kids, &n, e))
 		return false;
 	if (parent[0])
 		json_array_append_new(enqueued, json_string(parent));
-	char(*kids)[37] = NULL;
-	size_t n = 0;
-	if (!subflows_running_children(db, id, &kids, &n, e))
-		return false;
 	bool ok = true;
 	char reason[128];
 	snprintf(reason, sizeof(reason), "parent workflow %s ended", id);
@@ -1102,7 +1100,7 @@ retry_tx(struct db *db, const char *ns_id, const char *id, int depth,
 		return false;
 	/* A child that completed meanwhile completes the new attempt. */
 	char parent[37];
-	return !sub[0] || subflows_child_ended(db, sub, parent, e);
+	return !sub[0] || subflows_child_ended(db, sub, parent, NULL, NULL, e);
 }
 
 bool

@@ -142,6 +142,8 @@ subflows_outbox(struct db *db, const char *workflow_id, const char *ns_id,
 /*
  * The parent's id is a scalar subquery (an initplan), so the update of
  * "TaskExecutions" prunes to the parent's hash partition at execution.
+ * The running children come back in the same round trip (children start
+ * after their parent: the bound prunes older partitions).
  */
 DB_STMT(subflows_child_ended_stmt,
 	"WITH c AS (SELECT e.\"id\", e.\"status\", e.\"output\","
@@ -165,11 +167,16 @@ DB_STMT(subflows_child_ended_stmt,
 			    "   te.\"status\", te.\"reasonForIncompletion\")," ENQUEUE_FROM("t", "'subworkflow'") " td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
 				    "td", "'TASK_' || s.\"status\"",
 				    "jsonb_strip_nulls(jsonb_build_object('subWorkflowId', $1::text,"
-				    " 'reason', s.\"reasonForIncompletion\"))") " SELECT (SELECT \"workflowId\"::text FROM t LIMIT 1)");
+				    " 'reason', s.\"reasonForIncompletion\"))") " SELECT (SELECT \"workflowId\"::text FROM t LIMIT 1),"
+										" (SELECT coalesce(string_agg(k.\"id\"::text, ','), '')"
+										" FROM (SELECT r.\"id\" FROM \"WorkflowExecutions\" r"
+										" WHERE r.\"parentWorkflowId\" = $1::uuid"
+										" AND r.\"startedAt\" >= uuid_extract_timestamp($1::uuid) - interval '1 hour'"
+										" AND r.\"status\" IN ('RUNNING', 'PAUSED') LIMIT 10000) k)");
 
 bool
 subflows_child_ended(struct db *db, const char *child_id, char parent_out[37],
-		     struct err *e)
+		     char (**kids)[37], size_t *n_kids, struct err *e)
 {
 	const char *params[] = {child_id};
 	PGresult *res = db_exec(db, &subflows_child_ended_stmt, 1, params, e);
@@ -177,32 +184,22 @@ subflows_child_ended(struct db *db, const char *child_id, char parent_out[37],
 		return false;
 	snprintf(parent_out, 37, "%s",
 		 PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
-	PQclear(res);
-	return true;
-}
-
-/* Children start after their parent: the bound prunes older partitions. */
-DB_STMT(subflows_children_stmt,
-	"SELECT e.\"id\"::text FROM \"WorkflowExecutions\" e"
-	" WHERE e.\"parentWorkflowId\" = $1::uuid"
-	" AND e.\"startedAt\" >= uuid_extract_timestamp($1::uuid) - interval '1 hour'"
-	" AND e.\"status\" IN ('RUNNING', 'PAUSED') LIMIT 10000");
-
-bool
-subflows_running_children(struct db *db, const char *parent_id,
-			  char (**ids)[37], size_t *n, struct err *e)
-{
-	const char *params[] = {parent_id};
-	*ids = NULL;
-	*n = 0;
-	PGresult *res = db_exec(db, &subflows_children_stmt, 1, params, e);
-	if (!res)
-		return false;
-	int rows = PQntuples(res);
-	*ids = xcalloc((size_t)rows + 1, sizeof(**ids));
-	for (int i = 0; i < rows; i++)
-		snprintf((*ids)[i], 37, "%s", PQgetvalue(res, i, 0));
-	*n = (size_t)rows;
+	if (kids) {
+		/* "id,id,…": UUIDs hold no commas. */
+		const char *list = PQgetvalue(res, 0, 1);
+		size_t n = *list ? 1 : 0;
+		for (const char *c = list; *c; c++)
+			n += *c == ',';
+		*kids = xcalloc(n + 1, sizeof(**kids));
+		*n_kids = 0;
+		for (const char *c = list; *c && *n_kids < n;) {
+			snprintf((*kids)[*n_kids], 37, "%.36s", c);
+			(*n_kids)++;
+			c += strcspn(c, ",");
+			if (*c == ',')
+				c++;
+		}
+	}
 	PQclear(res);
 	return true;
 }
@@ -434,10 +431,15 @@ subflows_failed_task(struct db *db, const char *ns_id, const char *id,
 }
 
 struct db_stmt *const subflows_repo_stmts[] = {
-	&subflows_start_stmt,       &subflows_finish_stmt,
-	&subflows_arm_waits_stmt,   &subflows_outbox_stmt,
-	&subflows_child_ended_stmt, &subflows_children_stmt,
-	&subflows_ended_stmt,       &subflows_set_failure_stmt,
-	&subflows_tree_stmt,        &subflows_gate_stmt,
-	&subflows_failed_task_stmt, NULL,
+	&subflows_start_stmt,
+	&subflows_finish_stmt,
+	&subflows_arm_waits_stmt,
+	&subflows_outbox_stmt,
+	&subflows_child_ended_stmt,
+	&subflows_ended_stmt,
+	&subflows_set_failure_stmt,
+	&subflows_tree_stmt,
+	&subflows_gate_stmt,
+	&subflows_failed_task_stmt,
+	NULL,
 };

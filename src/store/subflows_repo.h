@@ -66,14 +66,12 @@ bool subflows_outbox(struct db *db, const char *workflow_id, const char *ns_id,
 
 /* The ended workflow child_id, if it has a parent, completes (COMPLETED) or
  * fails (any other end) the parent's open task that runs it.
- * parent_out gets the parent's id when a task was ended, "" otherwise. */
+ * parent_out gets the parent's id when a task was ended, "" otherwise.
+ * With kids, also the ids of child_id's own RUNNING or PAUSED children
+ * (*kids: n_kids of them, each 37 bytes, free), through the parent index. */
 bool subflows_child_ended(struct db *db, const char *child_id,
-			  char parent_out[37], struct err *e);
-
-/* Ids of the RUNNING or PAUSED children of parent_id (*ids: n of them,
- * each 37 bytes, free). */
-bool subflows_running_children(struct db *db, const char *parent_id,
-			       char (**ids)[37], size_t *n, struct err *e);
+			  char parent_out[37], char (**kids)[37],
+			  size_t *n_kids, struct err *e);
 
 /* What the end of a workflow needs to start its failure workflow. */
 struct subflows_ended {

@@ -6,6 +6,8 @@
  *                   the next task; the child carries its parent's ids.
  *   child_fails     a failing child fails the parent task and the parent.
  *   child_times_out a child past its timeoutSeconds fails the parent.
+ *   child_terminated terminating a child fails the parent's task (its
+ *                   TASK_FAILED event in the parent's history).
  *   cascade         terminating a parent terminates its child and
  *                   grandchild (an inline child definition).
  *   retry           retrying a parent whose child failed retries that same
@@ -21,6 +23,9 @@
  *                   HUMAN without one complete (or fail) through the API.
  *   event           EVENT writes its outbox row and completes.
  *   validation      registration errors at their JSON paths.
+ *   examples        examples/subflows/ registered and run as its README
+ *                   tells (approved, rejected into the failure workflow,
+ *                   a past `until`, an inline sub-workflow).
  *
  * Every test gets its own database and server.  Waits are deadlines
  * (th_wait_until), never bare sleeps.
