@@ -136,6 +136,21 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
 	" t.\"endedAt\" IS NOT NULL, t.\"scheduledAt\"::text,"                \
 	" t.\"endedAt\"::text, t.\"forkRef\""
 
+/* An open task queued for a worker is loaded without its payload unless
+ * an expression reads it: a wide fork's frontier stays cheap to load. */
+#define FRONTIER_COLUMNS                                                      \
+	" t.\"id\"::text, t.\"workflowId\"::text, t.\"refName\","             \
+	" t.\"taskDefName\", t.\"taskType\", t.\"iteration\", t.\"attempt\"," \
+	" t.\"status\", CASE WHEN " PAYLOAD_NEEDED " THEN t.\"input\"::text"  \
+	" END, CASE WHEN " PAYLOAD_NEEDED " THEN t.\"output\"::text END,"     \
+	" t.\"reasonForIncompletion\", t.\"deciderSeenAt\" IS NOT NULL,"      \
+	" t.\"endedAt\" IS NOT NULL, t.\"scheduledAt\"::text,"                \
+	" t.\"endedAt\"::text, t.\"forkRef\""
+#define PAYLOAD_NEEDED                                                  \
+	"(t.\"queueName\" IS NULL OR EXISTS (SELECT 1 FROM"             \
+	" jsonb_to_recordset($2::jsonb) AS p(\"w\" uuid, \"ref\" text)" \
+	" WHERE p.\"w\" = t.\"workflowId\" AND p.\"ref\" = t.\"refName\"))"
+
 /*
  * Three index paths, one statement: the frontier (partial frontier index;
  * the predicate repeats the index's, so the planner can use it), the
@@ -143,7 +158,7 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
  * attempt of each reference the definition reads (identity index).
  */
 DB_STMT(decide_load_tasks_stmt,
-	"SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
+	"SELECT" FRONTIER_COLUMNS " FROM \"TaskExecutions\" t"
 	" WHERE t.\"workflowId\" = ANY($1::uuid[])"
 	" AND t.\"status\" NOT IN " SQL_TASK_TERMINAL " UNION ALL"
 	" SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
@@ -197,13 +212,24 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 		return false;
 
 	int n = PQntuples(res);
+	/* Room for every row up front: growing one row at a time copies the
+	 * whole array per row (a wide frontier made that quadratic). */
+	for (size_t k = 0; k < b->n; k++) {
+		size_t rows = 0;
+		for (int i = 0; i < n; i++)
+			rows += strcmp(PQgetvalue(res, i, 1), b->items[k].id) ==
+				0;
+		if (rows)
+			b->items[k].tasks =
+				xrealloc(b->items[k].tasks,
+					 (b->items[k].n_tasks + rows) *
+						 sizeof(*b->items[k].tasks));
+	}
 	for (int i = 0; i < n; i++) {
 		struct loaded_execution *x =
 			find_execution(b, PQgetvalue(res, i, 1));
 		if (!x)
 			continue;
-		x->tasks = xrealloc(x->tasks,
-				    (x->n_tasks + 1) * sizeof(*x->tasks));
 		struct loaded_task *t = &x->tasks[x->n_tasks++];
 		memset(t, 0, sizeof(*t));
 		snprintf(t->id, sizeof(t->id), "%s", PQgetvalue(res, i, 0));
@@ -351,7 +377,12 @@ DB_STMT(decide_write,
 	"   now() FROM r"
 	"   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"
 	"   DO UPDATE SET \"status\" = excluded.\"status\","
-	"   \"input\" = excluded.\"input\", \"output\" = excluded.\"output\","
+	"   \"input\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
+	"     WHERE u.\"id\" = excluded.\"id\") THEN t.\"input\""
+	"     ELSE excluded.\"input\" END,"
+	"   \"output\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
+	"     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
+	"     THEN t.\"output\" ELSE excluded.\"output\" END,"
 	"   \"reasonForIncompletion\" = excluded.\"reasonForIncompletion\","
 	"   \"startedAt\" = coalesce(t.\"startedAt\", excluded.\"startedAt\"),"
 	"   \"endedAt\" = coalesce(t.\"endedAt\", excluded.\"endedAt\"),"
