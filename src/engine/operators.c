@@ -1,6 +1,7 @@
 #include "engine/operators.h"
 
 #include "engine/expr.h"
+#include "engine/js.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
 
@@ -143,15 +144,16 @@ case_text(const json_t *v)
 /* ----------------------------------------------------------- JavaScript */
 
 /* Evaluates script with $ bound to input: false with reason set when it
- * cannot (a throw, a timeout, no engine). */
+ * cannot (a syntax error, a throw, the time or memory limit). */
 static bool
 run_js(const char *script, const json_t *input, json_t **out, char *reason,
        size_t len)
 {
-	(void)script;
-	(void)input;
+	struct err e = ERR_INIT;
 	*out = NULL;
-	snprintf(reason, len, "JavaScript evaluation is not available");
+	if (js_eval(script, input, JS_DEFAULT_TIMEOUT_MS, out, &e))
+		return true;
+	snprintf(reason, len, "%s", e.msg);
 	return false;
 }
 

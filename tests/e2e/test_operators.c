@@ -847,3 +847,179 @@ Test(misc, terminate_failed)
 		  "%s", last_body);
 	json_decref(wf);
 }
+
+/* ========================================================= JavaScript */
+
+static const char switch_js_wf[] =
+	"{\"name\":\"swjs\",\"version\":1,\"tasks\":["
+	"{\"name\":\"sw\",\"taskReferenceName\":\"sw\",\"type\":\"SWITCH\","
+	" \"evaluatorType\":\"graaljs\","
+	" \"expression\":\"$.n > 5 ? 'big' : 'small'\","
+	" \"inputParameters\":{\"n\":\"${workflow.input.n}\"},"
+	" \"decisionCases\":{"
+	"  \"big\":[{\"name\":\"work\",\"taskReferenceName\":\"w_big\"}],"
+	"  \"small\":[{\"name\":\"work\",\"taskReferenceName\":\"w_small\"}]}},"
+	"{\"name\":\"work\",\"taskReferenceName\":\"last\"}]}";
+
+Test(switch_op, javascript_evaluator)
+{
+	start();
+	put_task_def("work", 0);
+	put_workflow(switch_js_wf);
+	char big[37], small[37];
+	char seen[256];
+	start_workflow("swjs", "{\"n\":9}", big);
+	work_until_last(seen, sizeof(seen), NULL);
+	cr_assert_str_eq(seen, "w_big last");
+	start_workflow("swjs", "{\"n\":1}", small);
+	work_until_last(seen, sizeof(seen), NULL);
+	cr_assert_str_eq(seen, "w_small last");
+	json_decref(wait_status(big, "COMPLETED"));
+	json_decref(wait_status(small, "COMPLETED"));
+}
+
+static const char switch_throw_wf[] =
+	"{\"name\":\"swthrow\",\"version\":1,\"tasks\":["
+	"{\"name\":\"sw\",\"taskReferenceName\":\"sw\",\"type\":\"SWITCH\","
+	" \"evaluatorType\":\"javascript\","
+	" \"expression\":\"throw new Error('no case for you')\","
+	" \"decisionCases\":{\"a\":[]}}]}";
+
+Test(switch_op, a_script_that_throws_fails_the_workflow)
+{
+	start();
+	put_workflow(switch_throw_wf);
+	char id[37];
+	start_workflow("swthrow", "{}", id);
+	json_t *wf = wait_status(id, "FAILED");
+	cr_assert(strstr(str_at(wf, "reason"), "no case for you"), "%s",
+		  last_body);
+	cr_assert_str_eq(status_of(wf, "sw"), "FAILED");
+	json_decref(wf);
+}
+
+static const char loop_wf[] =
+	"{\"name\":\"loopc\",\"version\":1,\"tasks\":["
+	"{\"name\":\"loop\",\"taskReferenceName\":\"loop\","
+	" \"type\":\"DO_WHILE\","
+	" \"loopCondition\":\"$.loop['iteration'] < $.times\","
+	" \"inputParameters\":{\"times\":\"${workflow.input.times}\","
+	"  \"keepLastN\":2},"
+	" \"loopOver\":[{\"name\":\"work\",\"taskReferenceName\":\"body\","
+	"   \"inputParameters\":{\"it\":\"${loop.output.iteration}\"}}]}]}";
+
+Test(loop, loop_condition_and_keep_last_n)
+{
+	start();
+	put_task_def("work", 0);
+	put_workflow(loop_wf);
+	char id[37];
+	start_workflow("loopc", "{\"times\":4}", id);
+	for (int i = 1; i <= 4; i++) {
+		json_t *t = poll_one("work");
+		cr_assert_eq(int_at(json_object_get(t, "input"), "it"), i);
+		cr_assert_eq(int_at(t, "iteration"), i, "%s", last_body);
+		complete("work", t, json_pack("{s:i}", "n", i));
+		json_decref(t);
+	}
+	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *out = json_object_get(task_of(wf, "loop"), "output");
+	cr_assert_eq(int_at(out, "iteration"), 4, "%s", last_body);
+	cr_assert_null(json_object_get(out, "1"), "%s", last_body);
+	cr_assert_null(json_object_get(out, "2"), "%s", last_body);
+	cr_assert(
+		json_eq_text(json_object_get(out, "4"), "{\"body\":{\"n\":4}}"),
+		"%s", last_body);
+	json_decref(wf);
+}
+
+static const char loop_throw_wf[] =
+	"{\"name\":\"loopt\",\"version\":1,\"tasks\":["
+	"{\"name\":\"loop\",\"taskReferenceName\":\"loop\","
+	" \"type\":\"DO_WHILE\","
+	" \"loopCondition\":\"$.body.missing.field > 1\","
+	" \"loopOver\":[{\"name\":\"n\",\"taskReferenceName\":\"body\","
+	"   \"type\":\"NOOP\"}]},"
+	"{\"name\":\"n\",\"taskReferenceName\":\"after\",\"type\":\"NOOP\"}]}";
+
+Test(loop, a_condition_that_throws_fails_the_loop_and_the_workflow)
+{
+	start();
+	put_workflow(loop_throw_wf);
+	char id[37];
+	start_workflow("loopt", "{}", id);
+	json_t *wf = wait_status(id, "FAILED");
+	cr_assert_str_eq(status_of(wf, "loop"), "FAILED");
+	cr_assert(strstr(str_at(wf, "reason"), "loopCondition"), "%s",
+		  last_body);
+	cr_assert(strstr(str_at(wf, "reason"), "TypeError"), "%s", last_body);
+	cr_assert_null(task_of(wf, "after"));
+	json_decref(wf);
+}
+
+static const char noop_loop_wf[] =
+	"{\"name\":\"loopn\",\"version\":1,\"tasks\":["
+	"{\"name\":\"loop\",\"taskReferenceName\":\"loop\","
+	" \"type\":\"DO_WHILE\","
+	" \"loopCondition\":\"$.loop.iteration < 50\","
+	" \"loopOver\":[{\"name\":\"n\",\"taskReferenceName\":\"body\","
+	"   \"type\":\"SET_VARIABLE\","
+	"   \"inputParameters\":{\"i\":\"${loop.output.iteration}\"}}]}],"
+	"\"outputParameters\":{\"i\":\"${workflow.variables.i}\"}}";
+
+Test(loop, a_loop_of_operators_runs_in_one_evaluation)
+{
+	start();
+	put_workflow(noop_loop_wf);
+	char id[37];
+	start_workflow("loopn", "{}", id);
+	json_t *wf = wait_status(id, "COMPLETED");
+	cr_assert(json_eq_text(json_object_get(wf, "output"), "{\"i\":50}"),
+		  "%s", last_body);
+	cr_assert_eq(count_ref(wf, "body"), 50);
+	json_decref(wf);
+	cr_assert_eq(sql_int("SELECT \"version\" FROM \"WorkflowExecutions\""
+			     " WHERE \"id\" = $1::uuid",
+			     id),
+		     1);
+}
+
+/* ========================================================= startDelay */
+
+static const char delay_wf[] =
+	"{\"name\":\"delay\",\"version\":1,\"tasks\":["
+	"{\"name\":\"work\",\"taskReferenceName\":\"late\",\"startDelay\":2}]}";
+
+static bool
+scheduled(void *arg)
+{
+	return sql_int("SELECT count(*) FROM \"TaskExecutions\""
+		       " WHERE \"workflowId\" = $1::uuid",
+		       arg) > 0;
+}
+
+Test(misc, start_delay_holds_the_task_back)
+{
+	start();
+	put_task_def("work", 0);
+	put_workflow(delay_wf);
+	char id[37];
+	start_workflow("delay", "{}", id);
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, scheduled, id));
+	/* Queued, but not available before its delay. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\" q"
+			     " WHERE q.\"workflowId\" = $1::uuid"
+			     " AND q.\"leasedBy\" IS NULL"
+			     " AND q.\"leaseExpiresAt\" > now()",
+			     id),
+		     1);
+	cr_assert_eq(sql_int("SELECT \"startDelaySeconds\" FROM"
+			     " \"TaskExecutions\" WHERE \"workflowId\" ="
+			     " $1::uuid",
+			     id),
+		     2);
+	json_t *t = poll_one("work");
+	complete("work", t, json_object());
+	json_decref(t);
+	json_decref(wait_status(id, "COMPLETED"));
+}
