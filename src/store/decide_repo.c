@@ -420,6 +420,7 @@ DB_STMT(decide_write,
 	/* A terminal row written unseen is reacted to by another evaluation:
 	 * the queue row stays (it is due), so that one follows. */
 	" dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = $1::uuid"
+	"   AND NOT $8::boolean"
 	"   AND NOT EXISTS (SELECT 1 FROM nt WHERE nt.\"endedAt\" IS NOT NULL"
 	"   AND nt.\"deciderSeenAt\" IS NULL))"
 	" SELECT (SELECT count(*) FROM nt), (SELECT count(*) FROM cx)");
@@ -458,19 +459,40 @@ decide_apply(struct db *db, const struct loaded_execution *x,
 				    json_integer(base + (json_int_t)i + 1));
 		json_array_append_new(numbered, copy);
 	}
-	char *tasks_text = json_db_text(rows->tasks);
+	/* A row whose output the store builds from other rows (joinFork) is
+	 * written by a second statement: one statement does not see the rows
+	 * it inserts itself (branches that finished in this evaluation). */
+	json_t *first = json_array(), *joins = json_array();
+	json_t *row;
+	json_array_foreach (rows->tasks, i, row) {
+		json_array_append(
+			json_object_get(row, "joinFork") ? joins : first, row);
+	}
+	bool more = json_array_size(joins) > 0;
+	char *tasks_text = json_db_text(first);
 	char *seen_text = json_db_text(rows->seen);
 	char *events_text = json_db_text(numbered);
 	char *cancel_text = json_db_text(rows->cancel);
-	const char *wparams[] = {x->id,       x->ns_id, tasks_text, seen_text,
-				 events_text, prio,     cancel_text};
-	res = db_exec(db, &decide_write, 7, wparams, e);
+	const char *wparams[] = {
+		x->id,       x->ns_id, tasks_text,  seen_text,
+		events_text, prio,     cancel_text, more ? "true" : "false"};
+	res = db_exec(db, &decide_write, 8, wparams, e);
 	free(tasks_text);
 	free(seen_text);
 	free(events_text);
 	free(cancel_text);
 	json_decref(numbered);
 	PQclear(res);
+	if (res && more) {
+		char *joins_text = json_db_text(joins);
+		const char *jparams[] = {x->id, x->ns_id, joins_text, "[]",
+					 "[]",  prio,     "[]",       "false"};
+		res = db_exec(db, &decide_write, 8, jparams, e);
+		free(joins_text);
+		PQclear(res);
+	}
+	json_decref(first);
+	json_decref(joins);
 	return res != NULL;
 }
 

@@ -2,9 +2,23 @@
  * End-to-end tests of the operators the decider evaluates itself, on the
  * real nodeflow binary over HTTP with a worker driven by the test:
  *
- *   inline     SET_VARIABLE and NOOP run in the evaluation that schedules
- *              them, a worker task after them sees the variables; the
- *              first evaluation already schedules it.
+ *   inline_rows  SET_VARIABLE and NOOP run in the evaluation that schedules
+ *                them (no queue rows; started, ended and seen), a worker
+ *                task after them sees the variables.
+ *   switch_op    value-param cases, the default case, no matching case and
+ *                no default (the workflow goes on after the switch), the
+ *                legacy DECISION with an EXCLUSIVE_JOIN, the javascript
+ *                evaluator, a script that throws.
+ *   fork         static branches and the JOIN's output, a failed branch
+ *                failing the JOIN and the workflow, a dynamic fork of 1,000
+ *                branches completing, the forkTaskName form.
+ *   loop         items with loopItem/loopIndex and the iteration column,
+ *                loopCondition with keepLastN, a condition that throws, a
+ *                loop of operators in one evaluation.
+ *   misc         DYNAMIC, an optional task failing (COMPLETED_WITH_ERRORS),
+ *                TERMINATE (COMPLETED and FAILED), startDelay.
+ *   examples     every definition of examples/operators/ runs with its
+ *                input to the output it documents.
  *
  * Every test gets its own database and server; the server's output is
  * drained by a thread and kept for failure messages.
@@ -1022,4 +1036,98 @@ Test(misc, start_delay_holds_the_task_back)
 	complete("work", t, json_object());
 	json_decref(t);
 	json_decref(wait_status(id, "COMPLETED"));
+}
+
+/* ============================================================ examples */
+
+static char *
+read_text(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "cannot open %s (run from the repository root)",
+			   path);
+	static char buf[65536];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strdup(buf);
+}
+
+/* Registers examples/operators/<name>.workflow.json and starts it with
+ * its input; returns the workflow's id in id. */
+static void
+run_example(const char *name, char id[37])
+{
+	char path[256];
+	snprintf(path, sizeof(path), "examples/operators/%s.workflow.json",
+		 name);
+	char *def = read_text(path);
+	put_workflow(def);
+	json_t *d = json_loads(def, 0, NULL);
+	free(def);
+	snprintf(path, sizeof(path), "examples/operators/%s.input.json", name);
+	char *input = read_text(path);
+	start_workflow(json_string_value(json_object_get(d, "name")), input,
+		       id);
+	free(input);
+	json_decref(d);
+}
+
+static void
+example_output(const char *name, const char *want)
+{
+	char id[37];
+	run_example(name, id);
+	json_t *wf = wait_status(id, "COMPLETED");
+	cr_assert(json_eq_text(json_object_get(wf, "output"), want),
+		  "example %s: %s", name, last_body);
+	json_decref(wf);
+}
+
+TestSuite(examples, .fini = cleanup);
+
+Test(examples, every_operator_example_runs)
+{
+	start();
+	example_output("switch", "{\"case\":\"fruit\",\"shelf\":\"produce\"}");
+	example_output("switch_js", "{\"review\":true}");
+	example_output("decision", "{\"case\":\"fr\"}");
+	example_output("fork_join", "{\"joined\":{\"left\":{},\"right\":{}},"
+				    "\"side\":\"right\"}");
+	example_output("dynamic_fork",
+		       "{\"branches\":{\"step_a\":{},\"step_b\":{}}}");
+	example_output("do_while", "{\"iterations\":3,\"last\":3}");
+	example_output("terminate", "{\"shipped\":false}");
+	example_output("set_variable", "{\"text\":\"hello, world\"}");
+
+	char id[37];
+	run_example("do_while_items", id);
+	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *rounds =
+		json_object_get(json_object_get(wf, "output"), "rounds");
+	cr_assert_eq(int_at(rounds, "iteration"), 3, "%s", last_body);
+	cr_assert_str_eq(str_at(rounds, "loopItem"), "blue");
+	cr_assert(json_eq_text(json_object_get(wf, "variables"),
+			       "{\"color\":\"blue\",\"index\":2}"),
+		  "%s", last_body);
+	json_decref(wf);
+
+	char *greet = read_text("examples/hello/greet.task.json");
+	json_decref(call("PUT", NS "/task-definitions/greet", greet, 201));
+	free(greet);
+	run_example("dynamic", id);
+	json_t *t = poll_one("greet");
+	cr_assert_str_eq(str_at(t, "refName"), "pick");
+	complete("greet", t, json_pack("{s:s}", "greeting", "Hello, Ada"));
+	json_decref(t);
+	t = poll_one("greet");
+	cr_assert_str_eq(str_at(t, "refName"), "maybe");
+	fail("greet", t, "not in the mood");
+	json_decref(t);
+	wf = wait_status(id, "COMPLETED");
+	cr_assert(json_eq_text(json_object_get(wf, "output"),
+			       "{\"greeting\":\"Hello, Ada\","
+			       "\"maybe\":\"COMPLETED_WITH_ERRORS\"}"),
+		  "%s", last_body);
+	json_decref(wf);
 }
