@@ -44,7 +44,7 @@ struct eval {
 	size_t n_todo, cap_todo, n_loaded_todo;
 	size_t steps;
 	struct synth **synth;
-	size_t n_synth;
+	size_t n_synth, cap_synth;
 };
 
 static bool
@@ -666,16 +666,16 @@ rewrite(struct eval *ev, const struct loaded_task *t, const char *status,
 	json_t *input, json_t *output, const char *reason,
 	const char *join_fork)
 {
-	json_t *row = json_pack(
-		"{s:s,s:s,s:s,s:s,s:i,s:i,s:s,s:o,s:o}", "id", t->id, "refName",
-		t->ref, "taskDefName", t->task_def_name, "taskType",
-		t->task_type, "iteration", t->iteration, "attempt", t->attempt,
-		"status", status, "input",
-		input ? input
-		      : (t->input ? json_incref(t->input) : json_object()),
-		"output",
-		output ? output
-		       : (t->output ? json_incref(t->output) : json_object()));
+	json_t *row =
+		json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:s}", "id", t->id,
+			  "refName", t->ref, "taskDefName", t->task_def_name,
+			  "taskType", t->task_type, "iteration", t->iteration,
+			  "attempt", t->attempt, "status", status);
+	/* Absent: left as it is (decide_repo.h). */
+	if (input)
+		json_object_set_new(row, "input", input);
+	if (output)
+		json_object_set_new(row, "output", output);
 	if (reason)
 		json_object_set_new(row, "reason", json_string(reason));
 	if (t->fork_ref)
@@ -699,6 +699,12 @@ rewrite(struct eval *ev, const struct loaded_task *t, const char *status,
 		json_array_append(ev->d->tasks, row);
 	struct added *a = add_to_view(ev, row);
 	json_decref(row);
+	if (!a->t.input && t->input)
+		a->t.input = json_incref(t->input);
+	if (!a->t.output && t->output && !join_fork)
+		a->t.output = json_incref(t->output);
+	if (ev->ctx)
+		json_object_set_new(ev->ctx, a->t.ref, task_json(&a->t));
 	if (strcmp(t->status, status) != 0)
 		status_event(ev, &a->t);
 	return a;
@@ -839,7 +845,11 @@ decider_dynamic_task(struct eval *ev, const struct wf_task *fork,
 	t->literal_input = true;
 	t->retry_count = -1;
 	t->list = &s->list;
-	ev->synth = xrealloc(ev->synth, (ev->n_synth + 1) * sizeof(*ev->synth));
+	if (ev->n_synth == ev->cap_synth) {
+		ev->cap_synth = ev->cap_synth ? 2 * ev->cap_synth : 16;
+		ev->synth =
+			xrealloc(ev->synth, ev->cap_synth * sizeof(*ev->synth));
+	}
 	ev->synth[ev->n_synth++] = s;
 	return t;
 }

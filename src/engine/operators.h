@@ -86,4 +86,73 @@ void op_noop_start(struct eval *ev, const struct wf_task *wt,
 void op_set_variable_start(struct eval *ev, const struct wf_task *wt,
 			   struct op_run *run);
 
+/* SWITCH and DECISION: the case value (value-param: the input parameter
+ * `expression` names; javascript/graaljs: the script's value) picks
+ * decisionCases[value], else defaultCase; none: what follows runs. */
+void op_switch_validate(struct wf_task *t, const struct wf_def *def,
+			struct dsl_errors *errs);
+void op_switch_start(struct eval *ev, const struct wf_task *wt,
+		     struct op_run *run);
+void op_switch_done(struct eval *ev, const struct wf_task *wt,
+		    const struct loaded_task *t);
+void op_switch_child_end(struct eval *ev, const struct wf_task *wt,
+			 const struct loaded_task *last);
+
+/* FORK_JOIN starts every branch and opens the JOIN after it; the JOIN
+ * completes once its joinOn tasks ended (output: ref -> output). */
+void op_fork_validate(struct wf_task *t, const struct wf_def *def,
+		      struct dsl_errors *errs);
+void op_fork_done(struct eval *ev, const struct wf_task *wt,
+		  const struct loaded_task *t);
+void op_fork_child_end(struct eval *ev, const struct wf_task *wt,
+		       const struct loaded_task *last);
+void op_join_validate(struct wf_task *t, const struct wf_def *def,
+		      struct dsl_errors *errs);
+void op_join_start(struct eval *ev, const struct wf_task *wt,
+		   struct op_run *run);
+void op_join_opened(struct eval *ev, const struct wf_task *wt,
+		    const struct loaded_task *t);
+
+/* FORK_JOIN_DYNAMIC: branches from its input; its JOIN counts finished
+ * branches (output "finished") and the store builds its final output. */
+void op_dynamic_fork_validate(struct wf_task *t, const struct wf_def *def,
+			      struct dsl_errors *errs);
+void op_dynamic_fork_start(struct eval *ev, const struct wf_task *wt,
+			   struct op_run *run);
+void op_dynamic_fork_done(struct eval *ev, const struct wf_task *wt,
+			  const struct loaded_task *t);
+void op_dynamic_fork_child_end(struct eval *ev, const struct wf_task *wt,
+			       const struct loaded_task *last);
+
+/* EXCLUSIVE_JOIN: the output of the first joinOn task that ran. */
+void op_exclusive_join_validate(struct wf_task *t, const struct wf_def *def,
+				struct dsl_errors *errs);
+void op_exclusive_join_start(struct eval *ev, const struct wf_task *wt,
+			     struct op_run *run);
+
+/* DO_WHILE: loopOver runs in iterations 1, 2, … while items last and
+ * loopCondition holds; output {iteration, "<n>": {ref: output}}. */
+void op_loop_validate(struct wf_task *t, const struct wf_def *def,
+		      struct dsl_errors *errs);
+void op_loop_start(struct eval *ev, const struct wf_task *wt,
+		   struct op_run *run);
+void op_loop_opened(struct eval *ev, const struct wf_task *wt,
+		    const struct loaded_task *t);
+void op_loop_child_end(struct eval *ev, const struct wf_task *wt,
+		       const struct loaded_task *last);
+
+/* DYNAMIC: a worker task named by input[dynamicTaskNameParam]. */
+void op_dynamic_validate(struct wf_task *t, const struct wf_def *def,
+			 struct dsl_errors *errs);
+void op_dynamic_start(struct eval *ev, const struct wf_task *wt,
+		      struct op_run *run);
+
+/* TERMINATE: ends the workflow in terminationStatus with workflowOutput. */
+void op_terminate_validate(struct wf_task *t, const struct wf_def *def,
+			   struct dsl_errors *errs);
+void op_terminate_start(struct eval *ev, const struct wf_task *wt,
+			struct op_run *run);
+void op_terminate_done(struct eval *ev, const struct wf_task *wt,
+		       const struct loaded_task *t);
+
 #endif

@@ -6,8 +6,9 @@
 #include <string.h>
 
 /*
- * Worker tasks, the operators the decider evaluates itself, and the tasks
- * that start workflows or wait (subflows.h).  System tasks (HTTP, INLINE,
+ * Worker tasks (SIMPLE, and DYNAMIC whose name comes from its input), the
+ * operators the decider evaluates itself, and the tasks that start
+ * workflows or wait (subflows.h).  System tasks (HTTP, INLINE,
  * JSON_JQ_TRANSFORM…) join as rows when their
  * executors exist, so that a definition using one is refused until then
  * rather than accepted and left stuck.
@@ -19,6 +20,25 @@ static const struct task_kind kinds[] = {
 	 NULL, NULL},
 	{"SET_VARIABLE", TASK_EXEC_INLINE, false, NEST_NONE, NULL,
 	 op_set_variable_start, NULL, NULL, NULL},
+	{"SWITCH", TASK_EXEC_INLINE, false, NEST_CASES, op_switch_validate,
+	 op_switch_start, NULL, op_switch_done, op_switch_child_end},
+	{"DECISION", TASK_EXEC_INLINE, false, NEST_CASES, op_switch_validate,
+	 op_switch_start, NULL, op_switch_done, op_switch_child_end},
+	{"FORK_JOIN", TASK_EXEC_INLINE, false, NEST_FORK, op_fork_validate,
+	 NULL, NULL, op_fork_done, op_fork_child_end},
+	{"FORK_JOIN_DYNAMIC", TASK_EXEC_INLINE, false, NEST_NONE,
+	 op_dynamic_fork_validate, op_dynamic_fork_start, NULL,
+	 op_dynamic_fork_done, op_dynamic_fork_child_end},
+	{"JOIN", TASK_EXEC_INLINE, false, NEST_NONE, op_join_validate,
+	 op_join_start, op_join_opened, NULL, NULL},
+	{"EXCLUSIVE_JOIN", TASK_EXEC_INLINE, false, NEST_NONE,
+	 op_exclusive_join_validate, op_exclusive_join_start, NULL, NULL, NULL},
+	{"DO_WHILE", TASK_EXEC_INLINE, false, NEST_LOOP, op_loop_validate,
+	 op_loop_start, op_loop_opened, NULL, op_loop_child_end},
+	{"DYNAMIC", TASK_EXEC_WORKER, false, NEST_NONE, op_dynamic_validate,
+	 op_dynamic_start, NULL, NULL, NULL},
+	{"TERMINATE", TASK_EXEC_INLINE, false, NEST_NONE, op_terminate_validate,
+	 op_terminate_start, NULL, op_terminate_done, NULL},
 	/* Workflows and gates (engine/subflows.c): written IN_PROGRESS (or
 	 * finished at once), with what the decide loop writes beside them. */
 	{"SUB_WORKFLOW", TASK_EXEC_INLINE, false, NEST_NONE,

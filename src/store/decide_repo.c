@@ -136,6 +136,21 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
 	" t.\"endedAt\" IS NOT NULL, t.\"scheduledAt\"::text,"                \
 	" t.\"endedAt\"::text, t.\"forkRef\""
 
+/* An open task queued for a worker is loaded without its payload unless
+ * an expression reads it: a wide fork's frontier stays cheap to load. */
+#define FRONTIER_COLUMNS                                                      \
+	" t.\"id\"::text, t.\"workflowId\"::text, t.\"refName\","             \
+	" t.\"taskDefName\", t.\"taskType\", t.\"iteration\", t.\"attempt\"," \
+	" t.\"status\", CASE WHEN " PAYLOAD_NEEDED " THEN t.\"input\"::text"  \
+	" END, CASE WHEN " PAYLOAD_NEEDED " THEN t.\"output\"::text END,"     \
+	" t.\"reasonForIncompletion\", t.\"deciderSeenAt\" IS NOT NULL,"      \
+	" t.\"endedAt\" IS NOT NULL, t.\"scheduledAt\"::text,"                \
+	" t.\"endedAt\"::text, t.\"forkRef\""
+#define PAYLOAD_NEEDED                                                  \
+	"(t.\"queueName\" IS NULL OR EXISTS (SELECT 1 FROM"             \
+	" jsonb_to_recordset($2::jsonb) AS p(\"w\" uuid, \"ref\" text)" \
+	" WHERE p.\"w\" = t.\"workflowId\" AND p.\"ref\" = t.\"refName\"))"
+
 /*
  * Three index paths, one statement: the frontier (partial frontier index;
  * the predicate repeats the index's, so the planner can use it), the
@@ -143,7 +158,7 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
  * attempt of each reference the definition reads (identity index).
  */
 DB_STMT(decide_load_tasks_stmt,
-	"SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
+	"SELECT" FRONTIER_COLUMNS " FROM \"TaskExecutions\" t"
 	" WHERE t.\"workflowId\" = ANY($1::uuid[])"
 	" AND t.\"status\" NOT IN " SQL_TASK_TERMINAL " UNION ALL"
 	" SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
@@ -197,13 +212,24 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 		return false;
 
 	int n = PQntuples(res);
+	/* Room for every row up front: growing one row at a time copies the
+	 * whole array per row (a wide frontier made that quadratic). */
+	for (size_t k = 0; k < b->n; k++) {
+		size_t rows = 0;
+		for (int i = 0; i < n; i++)
+			rows += strcmp(PQgetvalue(res, i, 1), b->items[k].id) ==
+				0;
+		if (rows)
+			b->items[k].tasks =
+				xrealloc(b->items[k].tasks,
+					 (b->items[k].n_tasks + rows) *
+						 sizeof(*b->items[k].tasks));
+	}
 	for (int i = 0; i < n; i++) {
 		struct loaded_execution *x =
 			find_execution(b, PQgetvalue(res, i, 1));
 		if (!x)
 			continue;
-		x->tasks = xrealloc(x->tasks,
-				    (x->n_tasks + 1) * sizeof(*x->tasks));
 		struct loaded_task *t = &x->tasks[x->n_tasks++];
 		memset(t, 0, sizeof(*t));
 		snprintf(t->id, sizeof(t->id), "%s", PQgetvalue(res, i, 0));
@@ -351,7 +377,12 @@ DB_STMT(decide_write,
 	"   now() FROM r"
 	"   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"
 	"   DO UPDATE SET \"status\" = excluded.\"status\","
-	"   \"input\" = excluded.\"input\", \"output\" = excluded.\"output\","
+	"   \"input\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
+	"     WHERE u.\"id\" = excluded.\"id\") THEN t.\"input\""
+	"     ELSE excluded.\"input\" END,"
+	"   \"output\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
+	"     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
+	"     THEN t.\"output\" ELSE excluded.\"output\" END,"
 	"   \"reasonForIncompletion\" = excluded.\"reasonForIncompletion\","
 	"   \"startedAt\" = coalesce(t.\"startedAt\", excluded.\"startedAt\"),"
 	"   \"endedAt\" = coalesce(t.\"endedAt\", excluded.\"endedAt\"),"
@@ -389,6 +420,7 @@ DB_STMT(decide_write,
 	/* A terminal row written unseen is reacted to by another evaluation:
 	 * the queue row stays (it is due), so that one follows. */
 	" dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = $1::uuid"
+	"   AND NOT $8::boolean"
 	"   AND NOT EXISTS (SELECT 1 FROM nt WHERE nt.\"endedAt\" IS NOT NULL"
 	"   AND nt.\"deciderSeenAt\" IS NULL))"
 	" SELECT (SELECT count(*) FROM nt), (SELECT count(*) FROM cx)");
@@ -427,19 +459,40 @@ decide_apply(struct db *db, const struct loaded_execution *x,
 				    json_integer(base + (json_int_t)i + 1));
 		json_array_append_new(numbered, copy);
 	}
-	char *tasks_text = json_db_text(rows->tasks);
+	/* A row whose output the store builds from other rows (joinFork) is
+	 * written by a second statement: one statement does not see the rows
+	 * it inserts itself (branches that finished in this evaluation). */
+	json_t *first = json_array(), *joins = json_array();
+	json_t *row;
+	json_array_foreach (rows->tasks, i, row) {
+		json_array_append(
+			json_object_get(row, "joinFork") ? joins : first, row);
+	}
+	bool more = json_array_size(joins) > 0;
+	char *tasks_text = json_db_text(first);
 	char *seen_text = json_db_text(rows->seen);
 	char *events_text = json_db_text(numbered);
 	char *cancel_text = json_db_text(rows->cancel);
-	const char *wparams[] = {x->id,       x->ns_id, tasks_text, seen_text,
-				 events_text, prio,     cancel_text};
-	res = db_exec(db, &decide_write, 7, wparams, e);
+	const char *wparams[] = {
+		x->id,       x->ns_id, tasks_text,  seen_text,
+		events_text, prio,     cancel_text, more ? "true" : "false"};
+	res = db_exec(db, &decide_write, 8, wparams, e);
 	free(tasks_text);
 	free(seen_text);
 	free(events_text);
 	free(cancel_text);
 	json_decref(numbered);
 	PQclear(res);
+	if (res && more) {
+		char *joins_text = json_db_text(joins);
+		const char *jparams[] = {x->id, x->ns_id, joins_text, "[]",
+					 "[]",  prio,     "[]",       "false"};
+		res = db_exec(db, &decide_write, 8, jparams, e);
+		free(joins_text);
+		PQclear(res);
+	}
+	json_decref(first);
+	json_decref(joins);
 	return res != NULL;
 }
 

@@ -13,9 +13,11 @@
  *
  * What an evaluation loads is bounded by in-flight work, not by history:
  * the execution, its frontier (non-terminal tasks, the partial frontier
- * index), its unprocessed tasks (terminal, not yet reacted to: the partial
- * unprocessed index), and the latest attempt of each task reference the
- * definition's expressions read (the identity index).
+ * index; an open task queued for a worker comes without input and output
+ * unless its reference is one the expressions read), its unprocessed tasks
+ * (terminal, not yet reacted to: the partial unprocessed index), and the latest
+ * attempt of each task reference the definition's expressions read (the
+ * identity index).
  *
  * Threads: one connection per decider thread.  Ownership: loaded rows are
  * the caller's (decide_batch_free).  Failure: false with e set; the caller
@@ -118,7 +120,8 @@ struct decide_rows {
 	 *     exists is a no-op, unless it carries a status and the existing
 	 *     row is open (an operator that waited — a JOIN, a DO_WHILE —
 	 *     records progress or finishes: status, input, output, reason and
-	 *     deciderSeenAt are replaced), or it turns a FAILED, TIMED_OUT or
+	 *     deciderSeenAt are replaced; an absent input or output is left
+	 *     as it was), or it turns a FAILED, TIMED_OUT or
 	 *     FAILED_WITH_TERMINAL_ERROR attempt into COMPLETED_WITH_ERRORS
 	 *     (an optional task).
 	 */
