@@ -23,6 +23,9 @@
  *                   HUMAN without one complete (or fail) through the API.
  *   event           EVENT writes its outbox row and completes.
  *   validation      registration errors at their JSON paths.
+ *   with_operators  children in parallel fork branches joined; an optional
+ *                   child that fails (COMPLETED_WITH_ERRORS) lets the
+ *                   workflow go on; a branch's child terminated with it.
  *   examples        examples/subflows/ registered and run as its README
  *                   tells (approved, rejected into the failure workflow,
  *                   a past `until`, an inline sub-workflow).
@@ -832,4 +835,66 @@ Test(subflows, child_terminated)
 			     " 'TASK_FAILED'",
 			     parent),
 		     1);
+}
+
+Test(subflows, with_operators)
+{
+	/* Two children in parallel branches of a fork, then a join; and an
+	 * optional child that fails lets its workflow go on. */
+	define("{\"name\":\"gated\",\"tasks\":[{\"name\":\"gate\","
+	       "\"taskReferenceName\":\"g\",\"type\":\"HUMAN\"}],"
+	       "\"outputParameters\":{\"v\":\"${g.output.v}\"}}");
+	define("{\"name\":\"pair\",\"tasks\":[{\"name\":\"fork\","
+	       "\"taskReferenceName\":\"fork\",\"type\":\"FORK_JOIN\","
+	       "\"forkTasks\":[[{\"name\":\"gated\",\"taskReferenceName\":"
+	       "\"a\",\"type\":\"SUB_WORKFLOW\",\"subWorkflowParam\":{\"name\":"
+	       "\"gated\"}}],[{\"name\":\"gated\",\"taskReferenceName\":\"b\","
+	       "\"type\":\"SUB_WORKFLOW\",\"subWorkflowParam\":{\"name\":"
+	       "\"gated\"}}]]},{\"name\":\"join\",\"taskReferenceName\":"
+	       "\"join\",\"type\":\"JOIN\",\"joinOn\":[\"a\",\"b\"]}],"
+	       "\"outputParameters\":{\"a\":\"${a.output.v}\",\"b\":"
+	       "\"${b.output.v}\"}}");
+	char id[37], a[37], b[37];
+	start("{\"name\":\"pair\"}", id);
+	snprintf(a, sizeof(a), "%s", wait_task(id, "a", "IN_PROGRESS"));
+	snprintf(b, sizeof(b), "%s", wait_task(id, "b", "IN_PROGRESS"));
+	cr_assert_str_neq(a, b);
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/tree", id);
+	json_t *v = call("GET", path, NULL, 200);
+	cr_assert_eq(json_integer_value(json_object_get(v, "size")), 3);
+	json_decref(v);
+	wait_task(a, "g", "IN_PROGRESS");
+	wait_task(b, "g", "IN_PROGRESS");
+	json_decref(
+		signal_task(a, "g", "complete", "{\"output\":{\"v\":1}}", 200));
+	json_decref(
+		signal_task(b, "g", "complete", "{\"output\":{\"v\":2}}", 200));
+	wait_status(id, "COMPLETED");
+	v = get(id);
+	json_t *out = json_object_get(v, "output");
+	cr_assert_eq(json_integer_value(json_object_get(out, "a")), 1, "%s",
+		     last_body);
+	cr_assert_eq(json_integer_value(json_object_get(out, "b")), 2);
+	json_decref(v);
+
+	define("{\"name\":\"lenient\",\"tasks\":[{\"name\":\"gated\","
+	       "\"taskReferenceName\":\"c\",\"type\":\"SUB_WORKFLOW\","
+	       "\"optional\":true,\"subWorkflowParam\":{\"name\":\"gated\"}},"
+	       "{\"name\":\"after\",\"taskReferenceName\":\"after\","
+	       "\"type\":\"HUMAN\"}]}");
+	start("{\"name\":\"lenient\"}", id);
+	snprintf(a, sizeof(a), "%s", wait_task(id, "c", "IN_PROGRESS"));
+	wait_task(a, "g", "IN_PROGRESS");
+	json_decref(signal_task(a, "g", "fail", "{\"reason\":\"no\"}", 200));
+	wait_task(id, "c", "COMPLETED_WITH_ERRORS");
+	wait_task(id, "after", "IN_PROGRESS");
+
+	/* Terminating the parent ends the child of a branch too. */
+	start("{\"name\":\"pair\"}", id);
+	snprintf(a, sizeof(a), "%s", wait_task(id, "a", "IN_PROGRESS"));
+	json_decref(action(id, "terminate", 200));
+	v = get(a);
+	cr_assert_str_eq(str(v, "status"), "TERMINATED");
+	json_decref(v);
 }
