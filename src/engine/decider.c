@@ -544,6 +544,44 @@ schedule_as(struct eval *ev, const struct wf_task *wt, int iteration,
 		wt->kind->opened(ev, wt, &a->t);
 }
 
+static struct added *rewrite(struct eval *ev, const struct loaded_task *t,
+			     const char *status, json_t *input, json_t *output,
+			     const char *reason, const char *join_fork);
+
+/* An operator's attempt written SCHEDULED by someone else (a retry through
+ * the API) runs now, as if this evaluation had scheduled it. */
+static void
+run_scheduled(struct eval *ev, const struct wf_task *wt,
+	      const struct loaded_task *t)
+{
+	struct op_run run = {.input = t->input && json_is_object(t->input)
+					      ? json_deep_copy(t->input)
+					      : json_object(),
+			     .iteration = t->iteration,
+			     .name = t->task_def_name,
+			     .type = t->task_type};
+	if (wt->kind->start)
+		wt->kind->start(ev, wt, &run);
+	if (ev->ended) {
+		json_decref(run.input);
+		json_decref(run.output);
+		json_decref(run.extra);
+		return;
+	}
+	struct added *a =
+		rewrite(ev, t, run.status ? run.status : "COMPLETED", run.input,
+			run.output ? run.output : json_object(),
+			run.reason[0] ? run.reason : NULL, NULL);
+	if (run.extra) {
+		json_object_update_missing(a->row, run.extra);
+		json_decref(run.extra);
+	}
+	if (a->t.terminal)
+		queue_reaction(ev, &a->t);
+	else if (wt->kind->opened)
+		wt->kind->opened(ev, wt, &a->t);
+}
+
 static void
 schedule(struct eval *ev, const struct wf_task *wt, int iteration, int attempt,
 	 int delay_seconds, bool is_retry)
@@ -1023,6 +1061,15 @@ decide(const struct decider_input *in, struct decision *d)
 		queue_reaction(&ev, todo[i]);
 	free(todo);
 	ev.n_loaded_todo = ev.n_todo;
+	for (size_t i = 0; i < x->n_tasks; i++) {
+		const struct loaded_task *t = &x->tasks[i];
+		const struct wf_task *wt =
+			t->fork_ref ? NULL : dsl_find_task(in->def, t->ref);
+		if (wt && !t->terminal && strcmp(t->status, "SCHEDULED") == 0 &&
+		    wt->kind->exec == TASK_EXEC_INLINE &&
+		    latest(&ev, t->ref) == t)
+			run_scheduled(&ev, wt, t);
+	}
 	if (x->version == 0 && x->n_tasks == 0 && in->def->tasks.n > 0)
 		schedule(&ev, &in->def->tasks.items[0], 0, 0, 0, false);
 	for (size_t i = 0; i < ev.n_todo; i++) {
@@ -1098,6 +1145,33 @@ decider_schedule(struct eval *ev, const struct wf_task *wt, int iteration,
 		 const char *fork_ref)
 {
 	schedule_as(ev, wt, iteration, 0, 0, false, fork_ref);
+}
+
+void
+decider_reopen(struct eval *ev, const struct wf_task *wt,
+	       const struct loaded_task *old)
+{
+	schedule_as(ev, wt, old->iteration, old->attempt + 1, 0, false, NULL);
+}
+
+size_t
+decider_open_in_fork(struct eval *ev, const char *fork_ref, int iteration)
+{
+	size_t n = 0;
+	const struct loaded_execution *x = ev->in->x;
+	for (size_t i = 0; i < x->n_tasks; i++) {
+		const struct loaded_task *t = &x->tasks[i];
+		if (t->fork_ref && strcmp(t->fork_ref, fork_ref) == 0 &&
+		    t->iteration == iteration && open_in_view(ev, t))
+			n++;
+	}
+	for (size_t i = 0; i < ev->n_added; i++) {
+		const struct loaded_task *t = &ev->added[i]->t;
+		if (t->fork_ref && strcmp(t->fork_ref, fork_ref) == 0 &&
+		    t->iteration == iteration && open_in_view(ev, t))
+			n++;
+	}
+	return n;
 }
 
 void

@@ -334,6 +334,8 @@ static_join_check(struct eval *ev, const struct wf_task *join, int iteration)
 		return;
 	json_t *output = json_object();
 	for (size_t i = 0; i < join->n_reads; i++) {
+		if (strcmp(join->reads[i], join->ref) == 0)
+			continue;
 		const struct loaded_task *b =
 			decider_latest(ev, join->reads[i]);
 		if (!b || b->iteration < iteration || !b->terminal) {
@@ -346,13 +348,29 @@ static_join_check(struct eval *ev, const struct wf_task *join, int iteration)
 	decider_finish(ev, j, "COMPLETED", NULL, output, NULL, NULL);
 }
 
+/* The JOIN of fork failed in this iteration (a branch failed, and was
+ * then retried through the API): a new attempt of it waits again. */
+static bool
+reopen_failed_join(struct eval *ev, const struct wf_task *join, int iteration)
+{
+	const struct loaded_task *j = decider_latest(ev, join->ref);
+	if (!j || j->iteration != iteration || !j->terminal ||
+	    strcmp(j->status, "COMPLETED") == 0)
+		return false;
+	decider_reopen(ev, join, j);
+	return true;
+}
+
 void
 op_fork_child_end(struct eval *ev, const struct wf_task *wt,
 		  const struct loaded_task *last)
 {
 	const struct wf_task *join = next_in_list(wt);
-	if (join)
-		static_join_check(ev, join, last->iteration);
+	if (!join)
+		return;
+	if (reopen_failed_join(ev, join, last->iteration))
+		return; /* the new attempt checks itself as it opens */
+	static_join_check(ev, join, last->iteration);
 }
 
 void
@@ -366,6 +384,8 @@ op_join_validate(struct wf_task *t, const struct wf_def *def,
 			       "a JOIN must follow a FORK_JOIN or "
 			       "FORK_JOIN_DYNAMIC");
 	ref_list(t, def, "joinOn", false, errs);
+	/* Itself: a JOIN that failed is loaded, to be reopened. */
+	add_read(t, t->ref);
 }
 
 static json_t *dynamic_refs(const struct wf_task *wt,
@@ -376,14 +396,27 @@ op_join_start(struct eval *ev, const struct wf_task *wt, struct op_run *run)
 {
 	const struct wf_task *fork = prev_in_list(wt);
 	json_t *on = json_array();
-	if (has_kind(fork, "FORK_JOIN_DYNAMIC")) {
+	const struct loaded_task *old = decider_latest(ev, wt->ref);
+	const json_t *old_on =
+		old && old->iteration == run->iteration && old->terminal
+			? json_object_get(old->input, "joinOn")
+			: NULL;
+	if (json_is_array(old_on)) {
+		/* A new attempt waits for what the failed one waited for. */
+		json_decref(on);
+		on = json_deep_copy(old_on);
+		if (has_kind(fork, "FORK_JOIN_DYNAMIC"))
+			run->output = json_pack("{s:i}", "finished", 0);
+	} else if (has_kind(fork, "FORK_JOIN_DYNAMIC")) {
 		const struct loaded_task *f = decider_latest(ev, fork->ref);
 		json_decref(on);
 		on = f ? dynamic_refs(fork, f) : json_array();
 		run->output = json_pack("{s:i}", "finished", 0);
 	} else {
 		for (size_t i = 0; i < wt->n_reads; i++)
-			json_array_append_new(on, json_string(wt->reads[i]));
+			if (strcmp(wt->reads[i], wt->ref) != 0)
+				json_array_append_new(
+					on, json_string(wt->reads[i]));
 	}
 	json_object_set_new(run->input, "joinOn", on);
 	run->status = "IN_PROGRESS";
@@ -611,6 +644,26 @@ op_dynamic_fork_child_end(struct eval *ev, const struct wf_task *wt,
 	if (!join)
 		return;
 	const struct loaded_task *j = decider_latest(ev, join->ref);
+	if (j && j->terminal && j->iteration == last->iteration &&
+	    strcmp(j->status, "COMPLETED") != 0) {
+		/* Failed, and a branch was retried: a new attempt counts the
+		 * branches still open. */
+		decider_reopen(ev, join, j);
+		const struct loaded_task *n = decider_latest(ev, join->ref);
+		size_t total =
+			json_array_size(json_object_get(n->input, "joinOn"));
+		size_t open =
+			decider_open_in_fork(ev, wt->ref, last->iteration);
+		if (open == 0)
+			decider_finish(ev, n, "COMPLETED", NULL, NULL, NULL,
+				       wt->ref);
+		else
+			decider_finish(ev, n, "IN_PROGRESS", NULL,
+				       json_pack("{s:I}", "finished",
+						 (json_int_t)(total - open)),
+				       NULL, NULL);
+		return;
+	}
 	if (!j || j->terminal || j->iteration != last->iteration)
 		return;
 	json_int_t finished =

@@ -54,6 +54,13 @@ const struct loaded_task *decider_latest(struct eval *ev, const char *ref);
  * branch (NULL otherwise). */
 void decider_schedule(struct eval *ev, const struct wf_task *wt, int iteration,
 		      const char *fork_ref);
+/* Schedules a new attempt of wt after old (an operator that failed and
+ * is needed again: a JOIN whose failed branch was retried). */
+void decider_reopen(struct eval *ev, const struct wf_task *wt,
+		    const struct loaded_task *old);
+/* How many tasks of the dynamic fork fork_ref are open in iteration. */
+size_t decider_open_in_fork(struct eval *ev, const char *fork_ref,
+			    int iteration);
 /* Continues after wt (with last's iteration; last's output is the default
  * workflow output at the end). */
 void decider_advance(struct eval *ev, const struct wf_task *wt,

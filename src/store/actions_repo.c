@@ -140,6 +140,13 @@ DB_STMT(action_retry_stmt,
 						"   SELECT nt.\"queueName\", nt.\"id\", w.\"id\", w.\"namespaceId\","
 						"   nt.\"taskType\", w.\"priority\" FROM nt, w"
 						"   WHERE nt.\"queueName\" IS NOT NULL),"
+						/* An operator's attempt is run
+						   by the decider. */
+						" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+						"   \"reason\") SELECT w.\"id\", w.\"namespaceId\", 'retry' FROM w, nt"
+						"   WHERE nt.\"queueName\" IS NULL"
+						"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
+						"   EXCLUDED.\"reason\", \"enqueuedAt\" = now()),"
 						" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
 						"   \"seq\", \"type\", \"taskId\", \"data\")"
 						"   SELECT w.\"id\", w.\"namespaceId\", w.base + 1, 'WORKFLOW_RETRIED',"

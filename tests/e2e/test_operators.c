@@ -11,7 +11,8 @@
  *                evaluator, a script that throws.
  *   fork         static branches and the JOIN's output, a failed branch
  *                failing the JOIN and the workflow, a dynamic fork of 1,000
- *                branches completing, the forkTaskName form.
+ *                branches completing, the forkTaskName form, a retry of
+ *                the failed branch reopening the JOIN.
  *   loop         items with loopItem/loopIndex and the iteration column,
  *                loopCondition with keepLastN, a condition that throws, a
  *                loop of operators in one evaluation.
@@ -1129,5 +1130,39 @@ Test(examples, every_operator_example_runs)
 			       "{\"greeting\":\"Hello, Ada\","
 			       "\"maybe\":\"COMPLETED_WITH_ERRORS\"}"),
 		  "%s", last_body);
+	json_decref(wf);
+}
+
+Test(fork, retrying_a_failed_branch_reopens_the_join)
+{
+	start();
+	put_task_def("work", 0);
+	put_workflow(fork_wf);
+	char id[37];
+	start_workflow("fk", "{}", id);
+	json_t *t = poll_one("work");
+	char ref[64];
+	snprintf(ref, sizeof(ref), "%s", str_at(t, "refName"));
+	fail("work", t, "broken branch");
+	json_decref(t);
+	json_decref(wait_status(id, "FAILED"));
+
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/retry", id);
+	json_decref(call("POST", path, NULL, 200));
+	t = poll_one("work");
+	cr_assert_str_eq(str_at(t, "refName"), ref);
+	cr_assert_eq(int_at(t, "attempt"), 1);
+	complete("work", t, json_pack("{s:s}", "by", ref));
+	json_decref(t);
+	/* The other branch was cancelled with the failure: the new JOIN
+	 * attempt counts it as ended. */
+	t = poll_one("work");
+	cr_assert_str_eq(str_at(t, "refName"), "last");
+	complete("work", t, json_object());
+	json_decref(t);
+	json_t *wf = wait_status(id, "COMPLETED");
+	cr_assert_str_eq(status_of(wf, "j"), "COMPLETED");
+	cr_assert_eq(count_ref(wf, "j"), 2);
 	json_decref(wf);
 }

@@ -486,6 +486,16 @@ Test(subflows, start_workflow)
 	cr_assert(strstr(str(task_of(v, "s"), "reason"), "nope"), "%s",
 		  last_body);
 	json_decref(v);
+	/* Once it exists, a retry runs the task again, and it starts. */
+	define("{\"name\":\"nope\",\"tasks\":[{\"name\":\"n\","
+	       "\"taskReferenceName\":\"n\",\"type\":\"NOOP\"}]}");
+	json_decref(action(id, "retry", 200));
+	wait_status(id, "COMPLETED");
+	v = get(id);
+	snprintf(target, sizeof(target), "%s",
+		 str(json_object_get(task_of(v, "s"), "output"), "workflowId"));
+	json_decref(v);
+	wait_status(target, "COMPLETED");
 }
 
 Test(subflows, failure_wf)
@@ -631,6 +641,11 @@ Test(subflows, wait)
 	v = get(id);
 	cr_assert(strstr(str(v, "reason"), "rejected"), "%s", last_body);
 	json_decref(v);
+	/* Retried, the gate opens again. */
+	json_decref(action(id, "retry", 200));
+	wait_task(id, "w", "IN_PROGRESS");
+	json_decref(signal_task(id, "w", "complete", "{}", 200));
+	wait_task(id, "h", "IN_PROGRESS");
 
 	/* Only gates are completed here. */
 	define_task("work", 0);

@@ -1059,7 +1059,7 @@ Test(operators, nested_lists_know_their_owner_and_case)
 	cr_assert_eq(dsl_find_task(def, "b2")->list->owner, f);
 	cr_assert_null(f->list->owner);
 	const struct wf_task *j = dsl_find_task(def, "j");
-	cr_assert_eq(j->n_reads, 2);
+	cr_assert_eq(j->n_reads, 3); /* joinOn, and itself */
 	const struct wf_task *loop = dsl_find_task(def, "loop");
 	cr_assert_eq(loop->n_reads, 1);
 	cr_assert_str_eq(loop->reads[0], "body");
