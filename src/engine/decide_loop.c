@@ -3,6 +3,7 @@
 #include "engine/decider.h"
 #include "engine/defcache.h"
 #include "engine/queue_signal.h"
+#include "engine/subflows.h"
 #include "runtime/log.h"
 #include "runtime/metrics.h"
 #include "store/db.h"
@@ -118,12 +119,46 @@ apply_timers(const struct loaded_execution *x, struct db *db,
 	return ok;
 }
 
+/* What the decision's sub-workflow, wait and event rows ask for, and, when
+ * it ended the workflow, its parent, children and failure workflow
+ * (engine/subflows.h), in the evaluation's transaction. */
+static bool
+apply_subflows(const struct loaded_execution *x, struct db *db,
+	       const struct decision *d, json_t *touched, struct err *e)
+{
+	if (!subflows_apply(db, x, d->tasks, e))
+		return false;
+	const char *status =
+		json_string_value(json_object_get(d->update, "status"));
+	if (!status || strcmp(status, "RUNNING") == 0 ||
+	    strcmp(status, "PAUSED") == 0)
+		return true;
+	return subflows_workflow_ended(db, x->ns_id, x->id, true, touched, e);
+}
+
+static bool
+listed(const json_t *ids, const char *id)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach (ids, i, v)
+		if (strcmp(json_string_value(v), id) == 0)
+			return true;
+	return false;
+}
+
 /* Evaluates and applies one workflow under a savepoint.  False only when
  * the savepoint machinery itself failed (the batch is then lost). */
 static bool
 evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
-	     const struct wf_def *def, json_t *queues, struct err *e)
+	     const struct wf_def *def, json_t *queues, json_t *touched,
+	     struct err *e)
 {
+	/* An earlier evaluation of this batch changed it (a child of it
+	 * ended): what was loaded is stale.  It stays queued (that change
+	 * enqueued it) for the next batch. */
+	if (listed(touched, x->id))
+		return true;
 	if (!decide_savepoint(dl->db, e))
 		return false;
 	struct err we = ERR_INIT;
@@ -146,7 +181,9 @@ evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
 		struct decide_rows rows = {d.update, d.tasks, d.seen, d.cancel,
 					   d.events};
 		ok = decide_apply(dl->db, x, &rows, &applied, &we) &&
-		     (!applied || apply_timers(x, dl->db, &d, &we));
+		     (!applied ||
+		      (apply_timers(x, dl->db, &d, &we) &&
+		       apply_subflows(x, dl->db, &d, touched, &we)));
 	} else if (ok) {
 		ok = decide_dequeue(dl->db, x->id, &we);
 	}
@@ -208,17 +245,25 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	json_t **refs = xcalloc(b.n, sizeof(*refs));
 	for (size_t i = 0; i < b.n; i++) {
 		struct err de = ERR_INIT;
-		if (defcache_workflow(dl->db, b.items[i].ns_id,
-				      b.items[i].def_name,
-				      b.items[i].def_version, &defs[i], &de))
+		bool have =
+			b.items[i].definition
+				? defcache_snapshot(b.items[i].definition,
+						    &defs[i], &de)
+				: defcache_workflow(dl->db, b.items[i].ns_id,
+						    b.items[i].def_name,
+						    b.items[i].def_version,
+						    &defs[i], &de);
+		if (have)
 			refs[i] = decider_refs_to_load(defs[i].wf);
 		else
 			refs[i] = json_array();
 	}
 	json_t *queues = json_array();
+	json_t *touched = json_array();
 	bool ok = decide_load_tasks(dl->db, &b, refs, e);
 	for (size_t i = 0; ok && i < b.n; i++)
-		ok = evaluate_one(dl, &b.items[i], defs[i].wf, queues, e);
+		ok = evaluate_one(dl, &b.items[i], defs[i].wf, queues, touched,
+				  e);
 	ok = ok && db_commit(dl->db, e);
 	if (!ok)
 		db_rollback(dl->db);
@@ -240,6 +285,7 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	free(defs);
 	free(refs);
 	json_decref(queues);
+	json_decref(touched);
 	decide_batch_free(&b);
 	/* Busy until a claim comes back empty: work may have arrived meanwhile.
 	 */

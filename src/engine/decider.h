@@ -21,6 +21,19 @@
  * The end of the top-level list completes the workflow, with the output its
  * outputParameters give (or the last task's output).
  *
+ * Operators (task kinds whose exec is TASK_EXEC_INLINE, operators.h) are
+ * run by the decider itself: their rows in decision.tasks carry "status"
+ * (a terminal one, or IN_PROGRESS for one that waits), "output" and
+ * "reason", and no queueName (no "TaskQueues" row; decide_repo.h gives
+ * the row contract).  An evaluation chains: a task finished inline is
+ * reacted to in the same evaluation (its row then carries "seen": true),
+ * so SWITCH → SET_VARIABLE → NOOP → … runs without another round trip.
+ * The evaluation reasons over the loaded tasks followed by the rows it
+ * wrote.  An operator that waited (JOIN, DO_WHILE) is finished by a row
+ * with its identity and a new status.  After MAX_INLINE_STEPS reactions
+ * the remaining inline rows are written unseen: the workflow stays queued
+ * and the next evaluation reacts to them.
+ *
  * Threads: any.  Ownership: a decision owns its JSON (decision_free).
  * Failure: none: a problem the workflow itself causes (an expression that
  * cannot be resolved) fails the workflow with a reason that says where.

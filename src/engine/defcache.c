@@ -183,6 +183,32 @@ defcache_workflow(struct db *db, const char *ns_id, const char *name,
 }
 
 bool
+defcache_snapshot(const json_t *doc, struct def_ref *out, struct err *e)
+{
+	memset(out, 0, sizeof(*out));
+	struct wf_def *def = NULL;
+	struct dsl_errors errs = {0};
+	if (!dsl_workflow_parse(doc, &def, &errs)) {
+		err_set(e, ERR_INTERNAL,
+			"the execution's own definition does not parse: %s %s",
+			errs.n ? errs.items[0].path : "",
+			errs.n ? errs.items[0].message : "");
+		dsl_errors_free(&errs);
+		return false;
+	}
+	/* Outside the list: the one reference is the borrower's. */
+	struct defcache_entry *en = xcalloc(1, sizeof(*en));
+	en->kind = ENTRY_WORKFLOW;
+	en->name = xstrdup(def->name);
+	en->version = def->version;
+	en->wf = def;
+	pthread_mutex_lock(&lock);
+	lend(en, out);
+	pthread_mutex_unlock(&lock);
+	return true;
+}
+
+bool
 defcache_task(struct db *db, const char *ns_id, const char *name,
 	      struct def_ref *out, struct err *e)
 {

@@ -42,6 +42,10 @@ bool defcache_workflow(struct db *db, const char *ns_id, const char *name,
 /* ERR_NOT_FOUND when there is no such task definition. */
 bool defcache_task(struct db *db, const char *ns_id, const char *name,
 		   struct def_ref *out, struct err *e);
+/* A definition carried by an execution itself (an inline sub-workflow's
+ * snapshot): parsed, lent like the others, never cached.  ERR_INTERNAL
+ * when it does not parse. */
+bool defcache_snapshot(const json_t *doc, struct def_ref *out, struct err *e);
 /* Gives a reference back; a zeroed def_ref is accepted and ignored. */
 void defcache_release(struct def_ref *ref);
 

@@ -1,6 +1,7 @@
 #include "engine/dsl.h"
 
 #include "engine/expr.h"
+#include "engine/subflows.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
@@ -572,6 +573,9 @@ task_free(struct wf_task *t)
 	for (size_t i = 0; i < t->n_branches; i++)
 		task_list_free(&t->branches[i]);
 	free(t->branches);
+	for (size_t i = 0; i < t->n_reads; i++)
+		free(t->reads[i]);
+	free(t->reads);
 	json_decref(t->raw);
 }
 
@@ -581,8 +585,116 @@ task_list_free(struct wf_task_list *l)
 	for (size_t i = 0; i < l->n; i++)
 		task_free(&l->items[i]);
 	free(l->items);
+	free(l->key);
 	l->items = NULL;
+	l->key = NULL;
 	l->n = 0;
+}
+
+static void parse_task_list(struct parser *p, const json_t *arr,
+			    const char *path, struct wf_task_list *list,
+			    const struct wf_task *owner);
+
+/* A member that must be an array of tasks, parsed into *list. */
+static bool
+nested_list(struct parser *p, const json_t *arr, const char *path,
+	    struct wf_task_list *list, const struct wf_task *owner)
+{
+	list->owner = owner;
+	if (!json_is_array(arr)) {
+		dsl_errors_add(p->errs, path, "must be an array of tasks");
+		return false;
+	}
+	parse_task_list(p, arr, path, list, owner);
+	return true;
+}
+
+static struct wf_task_list *
+add_branch(struct wf_task *t)
+{
+	t->branches = xrealloc(t->branches,
+			       (t->n_branches + 1) * sizeof(*t->branches));
+	struct wf_task_list *l = &t->branches[t->n_branches++];
+	memset(l, 0, sizeof(*l));
+	return l;
+}
+
+/*
+ * The nested lists of an operator (task_kind.h, nest).  The branches array
+ * is sized before any list is parsed: tasks point at their list, so it
+ * must not move afterwards.
+ */
+static void
+parse_nested(struct parser *p, const json_t *doc, struct wf_task *t)
+{
+	struct dsl_errors *errs = p->errs;
+	const json_t *v;
+	char *path;
+	switch (t->kind->nest) {
+	case NEST_NONE: return;
+	case NEST_CASES: {
+		const json_t *cases = member(doc, "decisionCases");
+		const json_t *def = member(doc, "defaultCase");
+		if (cases && !json_is_object(cases)) {
+			fail_at(errs, t->path, "decisionCases",
+				"must be an object of task lists");
+			cases = NULL;
+		}
+		size_t n = json_object_size(cases) + 1;
+		t->branches = xcalloc(n, sizeof(*t->branches));
+		const char *key;
+		json_t *list;
+		json_object_foreach ((json_t *)cases, key, list) {
+			struct strbuf sb = STRBUF_INIT;
+			sb_printf(&sb, "%s.decisionCases['%s']", t->path, key);
+			struct wf_task_list *l = &t->branches[t->n_branches++];
+			l->key = xstrdup(key);
+			nested_list(p, list, sb_str(&sb), l, t);
+			sb_free(&sb);
+		}
+		struct wf_task_list *l = &t->branches[t->n_branches++];
+		if (def) {
+			path = join(t->path, "defaultCase");
+			nested_list(p, def, path, l, t);
+			free(path);
+		} else {
+			l->owner = t;
+		}
+		return;
+	}
+	case NEST_FORK:
+		v = member(doc, "forkTasks");
+		if (!v) {
+			fail_at(errs, t->path, "forkTasks", "is required");
+			return;
+		}
+		if (!json_is_array(v) || json_array_size(v) == 0) {
+			fail_at(errs, t->path, "forkTasks",
+				"must be a non-empty array of task lists");
+			return;
+		}
+		t->branches = xcalloc(json_array_size(v), sizeof(*t->branches));
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			struct strbuf sb = STRBUF_INIT;
+			sb_printf(&sb, "%s.forkTasks[%zu]", t->path, i);
+			nested_list(p, json_array_get(v, i), sb_str(&sb),
+				    &t->branches[t->n_branches++], t);
+			sb_free(&sb);
+		}
+		return;
+	case NEST_LOOP:
+		v = member(doc, "loopOver");
+		path = join(t->path, "loopOver");
+		if (!v)
+			dsl_errors_add(errs, path, "is required");
+		else if (!json_is_array(v) || json_array_size(v) == 0)
+			dsl_errors_add(errs, path,
+				       "must be a non-empty array of tasks");
+		else
+			nested_list(p, v, path, add_branch(t), t);
+		free(path);
+		return;
+	}
 }
 
 static void
@@ -625,6 +737,8 @@ parse_task(struct parser *p, const json_t *doc, struct wf_task *t)
 			       errs);
 		free(path);
 	}
+	if (t->kind)
+		parse_nested(p, doc, t);
 }
 
 static void
@@ -637,15 +751,16 @@ remember_task(struct parser *p, struct wf_task *t)
 	p->all[p->n_all++] = t;
 }
 
-/* Parses the array at path into list (each task's own lists, as operators
- * gain them, recurse from parse_task). */
+/* Parses the array at path into list (operators' own lists recurse from
+ * parse_task); owner is the operator that holds it, NULL at the top. */
 static void
 parse_task_list(struct parser *p, const json_t *arr, const char *path,
-		struct wf_task_list *list)
+		struct wf_task_list *list, const struct wf_task *owner)
 {
 	size_t n = json_array_size(arr);
 	list->items = xcalloc(n ? n : 1, sizeof(*list->items));
 	list->n = n;
+	list->owner = owner;
 	for (size_t i = 0; i < n; i++) {
 		struct wf_task *t = &list->items[i];
 		struct strbuf sb = STRBUF_INIT;
@@ -858,6 +973,25 @@ check_expressions(struct parser *p, struct wf_def *def)
 		check_template(p, def, t->input_parameters, path, &t->refs_used,
 			       &t->n_refs_used);
 		free(path);
+		/* Expressions in the kind's own fields (subWorkflowParam,
+		 * sink): their references are loaded too. */
+		json_t *extra = subflows_expr_fields(t->raw);
+		char **more = NULL;
+		size_t n_more = 0;
+		if (extra)
+			check_template(p, def, extra, t->path, &more, &n_more);
+		for (size_t k = 0; k < n_more; k++) {
+			if (listed(t->refs_used, t->n_refs_used, more[k])) {
+				free(more[k]);
+				continue;
+			}
+			t->refs_used = xrealloc(t->refs_used,
+						(t->n_refs_used + 1) *
+							sizeof(*t->refs_used));
+			t->refs_used[t->n_refs_used++] = more[k];
+		}
+		free(more);
+		json_decref(extra);
 	}
 	if (def->output_parameters)
 		check_template(p, def, def->output_parameters,
@@ -910,7 +1044,7 @@ parse_workflow_fields(struct parser *p, const json_t *doc, struct wf_def *def)
 	else if (json_array_size(tasks) == 0)
 		dsl_errors_add(errs, "$.tasks", "must not be empty");
 	else
-		parse_task_list(p, tasks, "$.tasks", &def->tasks);
+		parse_task_list(p, tasks, "$.tasks", &def->tasks, NULL);
 
 	get_string_array(doc, "$", "inputParameters", &def->input_parameters,
 			 errs);
@@ -963,6 +1097,10 @@ dsl_workflow_parse_partial(const json_t *doc, struct wf_def **out,
 		parse_workflow_fields(&p, doc, def);
 		index_refs(&p, def);
 		check_expressions(&p, def);
+		for (size_t i = 0; i < p.n_all; i++)
+			if (p.all[i]->kind && p.all[i]->kind->validate &&
+			    p.all[i]->ref)
+				p.all[i]->kind->validate(p.all[i], def, errs);
 		collect_required(&p, def);
 	}
 	free(p.all);

@@ -55,6 +55,11 @@ struct wf_task;
 struct wf_task_list {
 	struct wf_task *items;
 	size_t n;
+	/* The operator whose nested list this is (NULL: the top level), and
+	 * the case it is for (decisionCases' key; NULL for defaultCase and
+	 * the lists of other operators). */
+	const struct wf_task *owner;
+	char *key;
 };
 
 struct wf_task {
@@ -71,10 +76,16 @@ struct wf_task {
 	/* Task references its input expressions read (not "workflow"). */
 	char **refs_used;
 	size_t n_refs_used;
-	/* Operators' nested lists (decisionCases, forkTasks, loopOver…) go
-	 * here as they are added; a SIMPLE task has none. */
+	/* Operators' nested lists (task_kind.h, nest): decisionCases in
+	 * order then defaultCase (key NULL), forkTasks, or loopOver. */
 	struct wf_task_list *branches;
 	size_t n_branches;
+	/* References whose latest attempt the kind reads when it runs
+	 * (joinOn, a loop's body…), set by its validate function. */
+	char **reads;
+	size_t n_reads;
+	/* inputParameters are data, not templates (a dynamic fork's task). */
+	bool literal_input;
 	size_t index;                    /* position in its list */
 	const struct wf_task_list *list; /* the list it belongs to */
 	json_t *raw; /* the WorkflowTask object as written */

@@ -1,15 +1,57 @@
 #include "engine/task_kind.h"
 
+#include "engine/operators.h"
+#include "engine/subflows.h"
+
 #include <string.h>
 
 /*
- * Only worker tasks exist so far; operators (SWITCH, FORK_JOIN, DO_WHILE…)
- * and system tasks (HTTP, INLINE, JSON_JQ_TRANSFORM, WAIT…) join as rows
- * when their executors exist, so that a definition using one is refused
- * until then rather than accepted and left stuck.
+ * Worker tasks (SIMPLE, and DYNAMIC whose name comes from its input), the
+ * operators the decider evaluates itself, and the tasks that start
+ * workflows or wait (subflows.h).  System tasks (HTTP, INLINE,
+ * JSON_JQ_TRANSFORM…) join as rows when their
+ * executors exist, so that a definition using one is refused until then
+ * rather than accepted and left stuck.
  */
 static const struct task_kind kinds[] = {
-	{"SIMPLE", TASK_EXEC_WORKER, true},
+	{"SIMPLE", TASK_EXEC_WORKER, true, NEST_NONE, NULL, NULL, NULL, NULL,
+	 NULL},
+	{"NOOP", TASK_EXEC_INLINE, false, NEST_NONE, NULL, op_noop_start, NULL,
+	 NULL, NULL},
+	{"SET_VARIABLE", TASK_EXEC_INLINE, false, NEST_NONE, NULL,
+	 op_set_variable_start, NULL, NULL, NULL},
+	{"SWITCH", TASK_EXEC_INLINE, false, NEST_CASES, op_switch_validate,
+	 op_switch_start, NULL, op_switch_done, op_switch_child_end},
+	{"DECISION", TASK_EXEC_INLINE, false, NEST_CASES, op_switch_validate,
+	 op_switch_start, NULL, op_switch_done, op_switch_child_end},
+	{"FORK_JOIN", TASK_EXEC_INLINE, false, NEST_FORK, op_fork_validate,
+	 NULL, NULL, op_fork_done, op_fork_child_end},
+	{"FORK_JOIN_DYNAMIC", TASK_EXEC_INLINE, false, NEST_NONE,
+	 op_dynamic_fork_validate, op_dynamic_fork_start, NULL,
+	 op_dynamic_fork_done, op_dynamic_fork_child_end},
+	{"JOIN", TASK_EXEC_INLINE, false, NEST_NONE, op_join_validate,
+	 op_join_start, op_join_opened, NULL, NULL},
+	{"EXCLUSIVE_JOIN", TASK_EXEC_INLINE, false, NEST_NONE,
+	 op_exclusive_join_validate, op_exclusive_join_start, NULL, NULL, NULL},
+	{"DO_WHILE", TASK_EXEC_INLINE, false, NEST_LOOP, op_loop_validate,
+	 op_loop_start, op_loop_opened, NULL, op_loop_child_end},
+	{"DYNAMIC", TASK_EXEC_WORKER, false, NEST_NONE, op_dynamic_validate,
+	 op_dynamic_start, NULL, NULL, NULL},
+	{"TERMINATE", TASK_EXEC_INLINE, false, NEST_NONE, op_terminate_validate,
+	 op_terminate_start, NULL, op_terminate_done, NULL},
+	/* Workflows and gates (engine/subflows.c): written IN_PROGRESS (or
+	 * finished at once), with what the decide loop writes beside them. */
+	{"SUB_WORKFLOW", TASK_EXEC_INLINE, false, NEST_NONE,
+	 subflows_validate_sub_workflow, subflows_kind_start, NULL, NULL, NULL},
+	{"START_WORKFLOW", TASK_EXEC_INLINE, false, NEST_NONE,
+	 subflows_validate_start_workflow, subflows_kind_start, NULL, NULL,
+	 NULL},
+	{"WAIT", TASK_EXEC_INLINE, false, NEST_NONE, subflows_validate_wait,
+	 subflows_kind_start, NULL, NULL, NULL},
+	{"HUMAN", TASK_EXEC_INLINE, false, NEST_NONE, NULL, subflows_kind_start,
+	 NULL, NULL, NULL},
+	{"EVENT", TASK_EXEC_INLINE, false, NEST_NONE, subflows_validate_event,
+	 subflows_kind_start, NULL, NULL, NULL},
 };
 
 const struct task_kind *

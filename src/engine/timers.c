@@ -1,6 +1,7 @@
 #include "engine/timers.h"
 
 #include "engine/decide_loop.h"
+#include "engine/subflows.h"
 #include "runtime/log.h"
 #include "runtime/metrics.h"
 #include "store/db.h"
@@ -32,7 +33,12 @@ act(struct db *db, const struct timer *t, enum timer_outcome *out,
 	if (strcmp(t->kind, "taskTimeout") == 0)
 		return timers_fire_task_timeout(db, t, out, e);
 	if (strcmp(t->kind, "workflowTimeout") == 0)
-		return timers_fire_workflow_timeout(db, t, out, e);
+		return timers_fire_workflow_timeout(db, t, out, e) &&
+		       (*out != TIMER_TIMED_OUT ||
+			subflows_workflow_ended(db, t->ns_id, t->workflow_id,
+						true, NULL, e));
+	if (strcmp(t->kind, "wait") == 0)
+		return timers_fire_wait(db, t, out, e);
 	return true; /* no action for this kind (yet) */
 }
 
@@ -63,7 +69,11 @@ fire_one(struct timers *s, const struct timer *t, bool *enqueued, struct err *e)
 	if (act(s->db, t, &out, &te)) {
 		if (out == TIMER_TIMED_OUT) {
 			metric_add(s->m_timed_out, 1);
-			*enqueued = *enqueued || t->task_id[0];
+			/* A timed-out task, or a workflow's parent or failure
+			 * workflow, waits for an evaluation. */
+			*enqueued = true;
+		} else if (out == TIMER_COMPLETED) {
+			*enqueued = true;
 		} else if (out == TIMER_ALERTED) {
 			metric_add(s->m_alerts, 1);
 			alert(t);

@@ -37,7 +37,10 @@ const struct http_route http_routes[] = {
 	{"GET", "/v1/ns/{ns}/workflows", workflows_list},
 	{"GET", "/v1/ns/{ns}/workflows/{id}", workflows_get},
 	{"GET", "/v1/ns/{ns}/workflows/{id}/events", workflows_events},
+	{"GET", "/v1/ns/{ns}/workflows/{id}/tree", workflows_tree},
 	{"POST", "/v1/ns/{ns}/workflows/{id}/{action}", workflows_action},
+	{"POST", "/v1/ns/{ns}/workflows/{id}/tasks/{ref}/{verb}",
+	 workflows_task_signal},
 
 	/* workers (http/queues.c) */
 	{"POST", "/v1/ns/{ns}/queues/{queue}/poll", queues_poll},

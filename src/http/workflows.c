@@ -2,11 +2,13 @@
 
 #include "engine/decide_loop.h"
 #include "engine/queue_signal.h"
+#include "engine/subflows.h"
 #include "engine/workflows.h"
 #include "http/api.h"
 #include "http/fields.h"
 #include "store/actions_repo.h"
 #include "store/executions_repo.h"
+#include "store/subflows_repo.h"
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
@@ -483,11 +485,11 @@ workflows_action(struct http_request *req, struct http_response *res)
 		bool ok;
 		switch (which) {
 		case TERMINATE:
-			ok = action_terminate(db, ns_id, id, reason, &e);
+			ok = subflows_terminate(db, ns_id, id, reason, &e);
 			break;
 		case PAUSE: ok = action_pause(db, ns_id, id, &e); break;
 		case RESUME: ok = action_resume(db, ns_id, id, &e); break;
-		case RETRY: ok = action_retry(db, ns_id, id, &e); break;
+		case RETRY: ok = subflows_retry(db, ns_id, id, &e); break;
 		case SKIP: ok = action_skip(db, ns_id, id, ref, &e); break;
 		case RESTART: ok = action_restart(db, ns_id, id, &e); break;
 		default:
@@ -516,6 +518,91 @@ workflows_action(struct http_request *req, struct http_response *res)
 		} else {
 			http_error(res, &e);
 		}
+	}
+	if (db)
+		api_db_release(req, db);
+	json_decref(body);
+}
+
+void
+workflows_tree(struct http_request *req, struct http_response *res)
+{
+	const char *id = path_id(req, res);
+	long depth, limit;
+	if (!id || !api_query_int(req, res, "maxDepth", 10, 1, 32, &depth) ||
+	    !api_query_int(req, res, "limit", 1000, 1, 10000, &limit))
+		return;
+	struct db *db = api_db(req, res);
+	char ns_id[37];
+	if (db && api_namespace(req, res, db, ns_id)) {
+		struct err e = ERR_INIT;
+		json_t *tree;
+		if (subflows_tree(db, ns_id, id, (int)depth, (int)limit, &tree,
+				  &e)) {
+			http_json(res, 200, tree);
+			json_decref(tree);
+		} else {
+			http_error(res, &e);
+		}
+	}
+	if (db)
+		api_db_release(req, db);
+}
+
+/*
+ * POST /v1/ns/{ns}/workflows/{id}/tasks/{refName}/complete {output?} and
+ * …/fail {reason?, terminal?}: the open attempt of a WAIT or HUMAN task.
+ */
+void
+workflows_task_signal(struct http_request *req, struct http_response *res)
+{
+	const char *id = path_id(req, res);
+	if (!id)
+		return;
+	const char *ref = http_param(req, "ref");
+	const char *verb = http_param(req, "verb");
+	bool complete = strcmp(verb, "complete") == 0;
+	if (!complete && strcmp(verb, "fail") != 0) {
+		http_fail(res, ERR_NOT_FOUND,
+			  "unknown task action \"%.40s\" (complete, fail)",
+			  verb);
+		return;
+	}
+	json_t *body = api_body_object(req, res, true);
+	if (!body)
+		return;
+	struct dsl_errors errs = {0};
+	const json_t *output = field_obj(body, "output", &errs);
+	const char *reason = field_str(body, "reason", false, 8192, &errs);
+	bool terminal = field_bool(body, "terminal", false, &errs);
+	if (errs.n) {
+		api_fail_validation(res, "invalid request", &errs);
+		dsl_errors_free(&errs);
+		json_decref(body);
+		return;
+	}
+	struct db *db = api_db(req, res);
+	char ns_id[37];
+	if (db && api_namespace(req, res, db, ns_id)) {
+		struct err e = ERR_INIT;
+		char *out = output ? json_db_text(output) : NULL;
+		const char *status = complete   ? "COMPLETED"
+				     : terminal ? "FAILED_WITH_TERMINAL_ERROR"
+						: "FAILED";
+		if (!complete && !reason)
+			reason = "failed through the API";
+		if (subflows_complete_gate(db, ns_id, id, ref, status, out,
+					   complete ? NULL : reason, &e)) {
+			decide_loop_wake_all();
+			json_t *v =
+				json_pack("{s:s,s:s,s:s}", "workflowId", id,
+					  "taskRefName", ref, "status", status);
+			http_json(res, 200, v);
+			json_decref(v);
+		} else {
+			http_error(res, &e);
+		}
+		free(out);
 	}
 	if (db)
 		api_db_release(req, db);

@@ -1,7 +1,8 @@
 /*
  * workflows (http) — the executions API under /v1/ns/{ns}/workflows:
  * start, read one with its tasks, the list with filters, search terms and
- * keyset pagination, and the history of events.
+ * keyset pagination, the history of events, operator actions, the
+ * sub-workflow tree, and completing gated tasks (WAIT, HUMAN).
  *
  * Threads: MHD's.  Failure: every error is a JSON body (http/api.h).
  */
@@ -15,6 +16,8 @@ http_handler workflows_get;
 http_handler workflows_list;
 http_handler workflows_events;
 http_handler workflows_action;
+http_handler workflows_tree;
+http_handler workflows_task_signal;
 
 /* Exposed for tests: cursor text <-> ("startedAt", id). */
 char *workflows_cursor_encode(const char *started_at, const char *id);

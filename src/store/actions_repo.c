@@ -96,7 +96,9 @@ DB_STMT(action_resume_stmt,
 						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
 
 /* The failed task's latest attempt gets a successor with the same input,
- * queued at once; the execution runs again. */
+ * queued at once; the execution runs again.  The successor of a
+ * SUB_WORKFLOW attempt is not queued: it is IN_PROGRESS on the same child
+ * (which the caller has retried), and the child's end completes it. */
 DB_STMT(action_retry_stmt,
 	"WITH cur AS (SELECT e.\"id\", e.\"status\", e.\"failedTaskRef\""
 	"   FROM \"WorkflowExecutions\" e"
@@ -120,11 +122,17 @@ DB_STMT(action_retry_stmt,
 						" nt AS (INSERT INTO \"TaskExecutions\" (\"id\", \"workflowId\","
 						"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
 						"   \"iteration\", \"attempt\", \"status\", \"input\", \"queueName\","
+						"   \"subWorkflowId\", \"output\", \"startedAt\","
 						"   \"scheduledAt\", \"updatedAt\")"
 						"   SELECT $3::uuid, last.\"workflowId\", last.\"namespaceId\","
 						"   last.\"refName\", last.\"taskDefName\", last.\"taskType\","
-						"   last.\"iteration\", last.\"attempt\" + 1, 'SCHEDULED', last.\"input\","
-						"   last.\"queueName\", now(), now() FROM last, w"
+						"   last.\"iteration\", last.\"attempt\" + 1,"
+						"   CASE WHEN last.\"subWorkflowId\" IS NULL THEN 'SCHEDULED'"
+						"   ELSE 'IN_PROGRESS' END, last.\"input\", last.\"queueName\","
+						"   last.\"subWorkflowId\", CASE WHEN last.\"subWorkflowId\" IS NULL"
+						"   THEN '{}'::jsonb ELSE jsonb_build_object('subWorkflowId',"
+						"   last.\"subWorkflowId\") END, CASE WHEN last.\"subWorkflowId\""
+						"   IS NOT NULL THEN now() END, now(), now() FROM last, w"
 						"   RETURNING \"id\", \"queueName\", \"taskType\", \"refName\","
 						"   \"attempt\"),"
 						" nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
@@ -132,6 +140,13 @@ DB_STMT(action_retry_stmt,
 						"   SELECT nt.\"queueName\", nt.\"id\", w.\"id\", w.\"namespaceId\","
 						"   nt.\"taskType\", w.\"priority\" FROM nt, w"
 						"   WHERE nt.\"queueName\" IS NOT NULL),"
+						/* An operator's attempt is run
+						   by the decider. */
+						" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+						"   \"reason\") SELECT w.\"id\", w.\"namespaceId\", 'retry' FROM w, nt"
+						"   WHERE nt.\"queueName\" IS NULL"
+						"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
+						"   EXCLUDED.\"reason\", \"enqueuedAt\" = now()),"
 						" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
 						"   \"seq\", \"type\", \"taskId\", \"data\")"
 						"   SELECT w.\"id\", w.\"namespaceId\", w.base + 1, 'WORKFLOW_RETRIED',"

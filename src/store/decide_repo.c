@@ -134,7 +134,22 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
 	" t.\"status\", t.\"input\"::text, t.\"output\"::text,"               \
 	" t.\"reasonForIncompletion\", t.\"deciderSeenAt\" IS NOT NULL,"      \
 	" t.\"endedAt\" IS NOT NULL, t.\"scheduledAt\"::text,"                \
-	" t.\"endedAt\"::text"
+	" t.\"endedAt\"::text, t.\"forkRef\""
+
+/* An open task queued for a worker is loaded without its payload unless
+ * an expression reads it: a wide fork's frontier stays cheap to load. */
+#define FRONTIER_COLUMNS                                                      \
+	" t.\"id\"::text, t.\"workflowId\"::text, t.\"refName\","             \
+	" t.\"taskDefName\", t.\"taskType\", t.\"iteration\", t.\"attempt\"," \
+	" t.\"status\", CASE WHEN " PAYLOAD_NEEDED " THEN t.\"input\"::text"  \
+	" END, CASE WHEN " PAYLOAD_NEEDED " THEN t.\"output\"::text END,"     \
+	" t.\"reasonForIncompletion\", t.\"deciderSeenAt\" IS NOT NULL,"      \
+	" t.\"endedAt\" IS NOT NULL, t.\"scheduledAt\"::text,"                \
+	" t.\"endedAt\"::text, t.\"forkRef\""
+#define PAYLOAD_NEEDED                                                  \
+	"(t.\"queueName\" IS NULL OR EXISTS (SELECT 1 FROM"             \
+	" jsonb_to_recordset($2::jsonb) AS p(\"w\" uuid, \"ref\" text)" \
+	" WHERE p.\"w\" = t.\"workflowId\" AND p.\"ref\" = t.\"refName\"))"
 
 /*
  * Three index paths, one statement: the frontier (partial frontier index;
@@ -143,7 +158,7 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
  * attempt of each reference the definition reads (identity index).
  */
 DB_STMT(decide_load_tasks_stmt,
-	"SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
+	"SELECT" FRONTIER_COLUMNS " FROM \"TaskExecutions\" t"
 	" WHERE t.\"workflowId\" = ANY($1::uuid[])"
 	" AND t.\"status\" NOT IN " SQL_TASK_TERMINAL " UNION ALL"
 	" SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
@@ -197,13 +212,24 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 		return false;
 
 	int n = PQntuples(res);
+	/* Room for every row up front: growing one row at a time copies the
+	 * whole array per row (a wide frontier made that quadratic). */
+	for (size_t k = 0; k < b->n; k++) {
+		size_t rows = 0;
+		for (int i = 0; i < n; i++)
+			rows += strcmp(PQgetvalue(res, i, 1), b->items[k].id) ==
+				0;
+		if (rows)
+			b->items[k].tasks =
+				xrealloc(b->items[k].tasks,
+					 (b->items[k].n_tasks + rows) *
+						 sizeof(*b->items[k].tasks));
+	}
 	for (int i = 0; i < n; i++) {
 		struct loaded_execution *x =
 			find_execution(b, PQgetvalue(res, i, 1));
 		if (!x)
 			continue;
-		x->tasks = xrealloc(x->tasks,
-				    (x->n_tasks + 1) * sizeof(*x->tasks));
 		struct loaded_task *t = &x->tasks[x->n_tasks++];
 		memset(t, 0, sizeof(*t));
 		snprintf(t->id, sizeof(t->id), "%s", PQgetvalue(res, i, 0));
@@ -222,6 +248,7 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 		t->terminal = strcmp(PQgetvalue(res, i, 12), "t") == 0;
 		t->scheduled_at = xstrdup(PQgetvalue(res, i, 13));
 		t->ended_at = dup_or_null(res, i, 14);
+		t->fork_ref = dup_or_null(res, i, 15);
 	}
 	PQclear(res);
 	return true;
@@ -239,6 +266,7 @@ task_free(struct loaded_task *t)
 	free(t->reason);
 	free(t->scheduled_at);
 	free(t->ended_at);
+	free(t->fork_ref);
 }
 
 void
@@ -304,29 +332,75 @@ DB_STMT(decide_update_execution,
 		"e", "$1::uuid") " AND e.\"version\" = $2::bigint"
 				 " RETURNING e.\"eventSeq\" - $4::int");
 
+#define TERMINAL_TEXT SQL_TASK_TERMINAL
+
+/*
+ * Rows without "status" are SCHEDULED (and queued when they carry a
+ * queueName); rows with one are written in it, started and, when terminal,
+ * ended now (and seen when "seen").  A row whose identity exists updates it
+ * only if it carries a status and the existing row is open, or if it turns
+ * a failed attempt into COMPLETED_WITH_ERRORS (an optional task); any other
+ * conflict is a no-op.  "joinFork" builds the output from the latest
+ * attempt of each task of that fork (and iteration): ref -> output.
+ */
 DB_STMT(decide_write,
-	"WITH nt AS (INSERT INTO \"TaskExecutions\" (\"id\", \"workflowId\","
-	"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
-	"   \"iteration\", \"attempt\", \"status\", \"input\", \"queueName\","
-	"   \"startDelaySeconds\", \"scheduledAt\", \"updatedAt\")"
-	"   SELECT r.\"id\", $1::uuid, $2::uuid, r.\"refName\", r.\"taskDefName\","
-	"   r.\"taskType\", r.\"iteration\", r.\"attempt\", 'SCHEDULED',"
-	"   coalesce(r.\"input\", '{}'), r.\"queueName\","
-	"   coalesce(r.\"delaySeconds\", 0), now(), now()"
+	"WITH r AS (SELECT r.*, coalesce(r.\"status\", 'SCHEDULED') AS \"st\","
+	"   coalesce(r.\"status\", 'SCHEDULED') IN " TERMINAL_TEXT
+	" AS \"term\""
 	"   FROM jsonb_to_recordset($3::jsonb) AS r(\"id\" uuid, \"refName\" text,"
 	"   \"taskDefName\" text, \"taskType\" text, \"iteration\" int,"
 	"   \"attempt\" int, \"input\" jsonb, \"queueName\" text,"
-	"   \"delaySeconds\" int)"
+	"   \"delaySeconds\" int, \"status\" text, \"output\" jsonb,"
+	"   \"reason\" text, \"seen\" boolean, \"forkRef\" text,"
+	"   \"joinFork\" text)),"
+	" nt AS (INSERT INTO \"TaskExecutions\" AS t (\"id\", \"workflowId\","
+	"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
+	"   \"iteration\", \"attempt\", \"status\", \"input\", \"output\","
+	"   \"reasonForIncompletion\", \"queueName\", \"startDelaySeconds\","
+	"   \"forkRef\", \"scheduledAt\", \"startedAt\", \"endedAt\","
+	"   \"deciderSeenAt\", \"updatedAt\")"
+	"   SELECT r.\"id\", $1::uuid, $2::uuid, r.\"refName\", r.\"taskDefName\","
+	"   r.\"taskType\", r.\"iteration\", r.\"attempt\", r.\"st\","
+	"   coalesce(r.\"input\", '{}'),"
+	"   CASE WHEN r.\"joinFork\" IS NOT NULL THEN (SELECT"
+	"     coalesce(jsonb_object_agg(b.\"refName\", b.\"output\"), '{}')"
+	"     FROM (SELECT DISTINCT ON (b.\"refName\") b.\"refName\", b.\"output\""
+	"     FROM \"TaskExecutions\" b WHERE b.\"workflowId\" = $1::uuid"
+	"     AND b.\"forkRef\" = r.\"joinFork\" AND b.\"iteration\" = r.\"iteration\""
+	"     ORDER BY b.\"refName\", b.\"attempt\" DESC) b)"
+	"   ELSE coalesce(r.\"output\", '{}') END,"
+	"   r.\"reason\", r.\"queueName\", coalesce(r.\"delaySeconds\", 0),"
+	"   r.\"forkRef\", now(),"
+	"   CASE WHEN r.\"status\" IS NOT NULL THEN now() END,"
+	"   CASE WHEN r.\"term\" THEN now() END,"
+	"   CASE WHEN r.\"term\" AND coalesce(r.\"seen\", false) THEN now() END,"
+	"   now() FROM r"
 	"   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"
-	"   DO NOTHING"
-	"   RETURNING \"id\", \"queueName\", \"taskType\", \"startDelaySeconds\"),"
+	"   DO UPDATE SET \"status\" = excluded.\"status\","
+	"   \"input\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
+	"     WHERE u.\"id\" = excluded.\"id\") THEN t.\"input\""
+	"     ELSE excluded.\"input\" END,"
+	"   \"output\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
+	"     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
+	"     THEN t.\"output\" ELSE excluded.\"output\" END,"
+	"   \"reasonForIncompletion\" = excluded.\"reasonForIncompletion\","
+	"   \"startedAt\" = coalesce(t.\"startedAt\", excluded.\"startedAt\"),"
+	"   \"endedAt\" = coalesce(t.\"endedAt\", excluded.\"endedAt\"),"
+	"   \"deciderSeenAt\" = excluded.\"deciderSeenAt\", \"updatedAt\" = now()"
+	"   WHERE excluded.\"status\" <> 'SCHEDULED' AND (t.\"status\" NOT IN"
+	"   " TERMINAL_TEXT " OR (t.\"status\" IN ('FAILED', 'TIMED_OUT',"
+	"   'FAILED_WITH_TERMINAL_ERROR') AND excluded.\"status\" ="
+	"   'COMPLETED_WITH_ERRORS'))"
+	"   RETURNING t.\"id\", t.\"queueName\", t.\"taskType\", t.\"status\","
+	"   t.\"startDelaySeconds\", t.\"endedAt\", t.\"deciderSeenAt\"),"
 	" nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
 	"   \"workflowId\", \"namespaceId\", \"taskType\", \"priority\","
 	"   \"leaseExpiresAt\")"
 	"   SELECT nt.\"queueName\", nt.\"id\", $1::uuid, $2::uuid, nt.\"taskType\","
 	"   $6::int, CASE WHEN nt.\"startDelaySeconds\" > 0 THEN now() +"
 	"   make_interval(secs => nt.\"startDelaySeconds\") END"
-	"   FROM nt WHERE nt.\"queueName\" IS NOT NULL),"
+	"   FROM nt WHERE nt.\"queueName\" IS NOT NULL"
+	"   AND nt.\"status\" = 'SCHEDULED'),"
 	" s AS (UPDATE \"TaskExecutions\" t SET \"deciderSeenAt\" = now()"
 	"   WHERE t.\"workflowId\" = $1::uuid AND t.\"id\" IN"
 	"   (SELECT jsonb_array_elements_text($4::jsonb)::uuid)),"
@@ -343,7 +417,12 @@ DB_STMT(decide_write,
 	"   SELECT $1::uuid, $2::uuid, r.\"seq\", r.\"type\", r.\"taskId\","
 	"   coalesce(r.\"data\", '{}') FROM jsonb_to_recordset($5::jsonb)"
 	"   AS r(\"seq\" bigint, \"type\" text, \"taskId\" uuid, \"data\" jsonb)),"
-	" dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = $1::uuid)"
+	/* A terminal row written unseen is reacted to by another evaluation:
+	 * the queue row stays (it is due), so that one follows. */
+	" dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = $1::uuid"
+	"   AND NOT $8::boolean"
+	"   AND NOT EXISTS (SELECT 1 FROM nt WHERE nt.\"endedAt\" IS NOT NULL"
+	"   AND nt.\"deciderSeenAt\" IS NULL))"
 	" SELECT (SELECT count(*) FROM nt), (SELECT count(*) FROM cx)");
 
 bool
@@ -380,19 +459,40 @@ decide_apply(struct db *db, const struct loaded_execution *x,
 				    json_integer(base + (json_int_t)i + 1));
 		json_array_append_new(numbered, copy);
 	}
-	char *tasks_text = json_db_text(rows->tasks);
+	/* A row whose output the store builds from other rows (joinFork) is
+	 * written by a second statement: one statement does not see the rows
+	 * it inserts itself (branches that finished in this evaluation). */
+	json_t *first = json_array(), *joins = json_array();
+	json_t *row;
+	json_array_foreach (rows->tasks, i, row) {
+		json_array_append(
+			json_object_get(row, "joinFork") ? joins : first, row);
+	}
+	bool more = json_array_size(joins) > 0;
+	char *tasks_text = json_db_text(first);
 	char *seen_text = json_db_text(rows->seen);
 	char *events_text = json_db_text(numbered);
 	char *cancel_text = json_db_text(rows->cancel);
-	const char *wparams[] = {x->id,       x->ns_id, tasks_text, seen_text,
-				 events_text, prio,     cancel_text};
-	res = db_exec(db, &decide_write, 7, wparams, e);
+	const char *wparams[] = {
+		x->id,       x->ns_id, tasks_text,  seen_text,
+		events_text, prio,     cancel_text, more ? "true" : "false"};
+	res = db_exec(db, &decide_write, 8, wparams, e);
 	free(tasks_text);
 	free(seen_text);
 	free(events_text);
 	free(cancel_text);
 	json_decref(numbered);
 	PQclear(res);
+	if (res && more) {
+		char *joins_text = json_db_text(joins);
+		const char *jparams[] = {x->id, x->ns_id, joins_text, "[]",
+					 "[]",  prio,     "[]",       "false"};
+		res = db_exec(db, &decide_write, 8, jparams, e);
+		free(joins_text);
+		PQclear(res);
+	}
+	json_decref(first);
+	json_decref(joins);
 	return res != NULL;
 }
 

@@ -13,9 +13,11 @@
  *
  * What an evaluation loads is bounded by in-flight work, not by history:
  * the execution, its frontier (non-terminal tasks, the partial frontier
- * index), its unprocessed tasks (terminal, not yet reacted to: the partial
- * unprocessed index), and the latest attempt of each task reference the
- * definition's expressions read (the identity index).
+ * index; an open task queued for a worker comes without input and output
+ * unless its reference is one the expressions read), its unprocessed tasks
+ * (terminal, not yet reacted to: the partial unprocessed index), and the latest
+ * attempt of each task reference the definition's expressions read (the
+ * identity index).
  *
  * Threads: one connection per decider thread.  Ownership: loaded rows are
  * the caller's (decide_batch_free).  Failure: false with e set; the caller
@@ -49,6 +51,7 @@ struct loaded_task {
 	bool terminal;      /* "endedAt" is set */
 	char *scheduled_at; /* text */
 	char *ended_at;
+	char *fork_ref; /* "forkRef": the dynamic fork that spawned it */
 };
 
 struct loaded_execution {
@@ -97,9 +100,31 @@ struct decide_rows {
 	 * "failedRef", "variables"}, absent members unchanged; NULL when only
 	 * tasks change. */
 	const json_t *update;
-	/* Rows for "TaskExecutions": {id, refName, taskDefName, taskType,
-	 * iteration, attempt, input, queueName, delaySeconds}; each with a
-	 * queueName also gets its "TaskQueues" row. */
+	/*
+	 * Rows for "TaskExecutions": {id, refName, taskDefName, taskType,
+	 * iteration, attempt, input, queueName, delaySeconds, forkRef}, plus
+	 * for tasks the decider runs itself (no queueName, no "TaskQueues"
+	 * row) {status, output, reason, seen, joinFork}:
+	 *   - no "status": the row is SCHEDULED; with a queueName it also
+	 *     gets its "TaskQueues" row (leasable after delaySeconds);
+	 *   - "status" IN_PROGRESS: written started (startedAt now);
+	 *   - a terminal "status": written started and ended now, with
+	 *     "output" and "reason" (reasonForIncompletion); "seen": true
+	 *     also sets deciderSeenAt (the decider already reacted to it in
+	 *     the evaluation that wrote it).  A terminal row written unseen
+	 *     keeps the workflow queued: the next evaluation reacts to it;
+	 *   - "joinFork": the output is built here, not sent: an object of
+	 *     refName -> output of the latest attempt of every task whose
+	 *     forkRef is joinFork, in the row's iteration (a dynamic join);
+	 *   - a row whose identity (workflowId, refName, iteration, attempt)
+	 *     exists is a no-op, unless it carries a status and the existing
+	 *     row is open (an operator that waited — a JOIN, a DO_WHILE —
+	 *     records progress or finishes: status, input, output, reason and
+	 *     deciderSeenAt are replaced; an absent input or output is left
+	 *     as it was), or it turns a FAILED, TIMED_OUT or
+	 *     FAILED_WITH_TERMINAL_ERROR attempt into COMPLETED_WITH_ERRORS
+	 *     (an optional task).
+	 */
 	const json_t *tasks;
 	const json_t *seen;   /* ids of the terminal tasks reacted to */
 	const json_t *cancel; /* ids of open tasks to cancel (and dequeue) */

@@ -111,9 +111,10 @@ exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 	".\"output\", 'reason', " t                                            \
 	".\"reasonForIncompletion\", 'workerId', " t                           \
 	".\"workerId\", 'queueName', " t ".\"queueName\", 'pollCount', " t     \
-	".\"pollCount\", 'scheduledAt', " t                                    \
-	".\"scheduledAt\", 'startedAt', " t ".\"startedAt\", 'endedAt', " t    \
-	".\"endedAt\", 'updatedAt', " t ".\"updatedAt\")"
+	".\"pollCount\", 'subWorkflowId', " t ".\"subWorkflowId\","            \
+	" 'scheduledAt', " t ".\"scheduledAt\", 'startedAt', " t               \
+	".\"startedAt\", 'endedAt', " t ".\"endedAt\", 'updatedAt', " t        \
+	".\"updatedAt\")"
 
 #define EXEC_JSON(x)                                                         \
 	"jsonb_build_object('id', " x ".\"id\", 'name', " x ".\"defName\","  \
@@ -123,6 +124,8 @@ exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 	".\"correlationId\","                                                \
 	" 'idempotencyKey', " x ".\"idempotencyKey\", 'priority', " x        \
 	".\"priority\", 'parentWorkflowId', " x ".\"parentWorkflowId\","     \
+	" 'parentTaskId', " x ".\"parentTaskId\", 'failureWorkflowId', " x   \
+	".\"failureWorkflowId\","                                            \
 	" 'reason', " x ".\"reasonForIncompletion\", 'startedAt', " x        \
 	".\"startedAt\", 'updatedAt', " x ".\"updatedAt\", 'endedAt', " x    \
 	".\"endedAt\")"

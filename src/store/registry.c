@@ -25,6 +25,7 @@ extern struct db_stmt *const notify_stmts[];
 extern struct db_stmt *const partition_repo_stmts[];
 extern struct db_stmt *const polls_repo_stmts[];
 extern struct db_stmt *const queue_repo_stmts[];
+extern struct db_stmt *const subflows_repo_stmts[];
 extern struct db_stmt *const timers_repo_stmts[];
 
 /* One module a line, in name order. */
@@ -41,6 +42,7 @@ static struct db_stmt *const *const modules[] = {
 	partition_repo_stmts,
 	polls_repo_stmts,
 	queue_repo_stmts,
+	subflows_repo_stmts,
 	timers_repo_stmts,
 };
 /* clang-format on */

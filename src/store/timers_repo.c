@@ -280,6 +280,39 @@ timers_fire_workflow_timeout(struct db *db, const struct timer *t,
 	return true;
 }
 
+/* A WAIT task still open completes; a result through the API that got
+ * there first wins. */
+DB_STMT(timers_wait_stmt,
+	"WITH t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'COMPLETED',"
+	"   \"startedAt\" = coalesce(te.\"startedAt\", te.\"scheduledAt\"),"
+	"   \"endedAt\" = now(), \"updatedAt\" = now()"
+	"   WHERE te.\"workflowId\" = $1::uuid AND te.\"id\" = $2::uuid"
+	"   AND te.\"taskType\" = 'WAIT'"
+	"   AND te.\"status\" IN ('SCHEDULED', 'IN_PROGRESS')"
+	"   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\"),"
+	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+	"   \"reason\") SELECT \"workflowId\", \"namespaceId\", 'wait' FROM t"
+	"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
+	"   EXCLUDED.\"reason\", \"enqueuedAt\" = LEAST("
+	"   \"DecideQueues\".\"enqueuedAt\", EXCLUDED.\"enqueuedAt\")"
+	"   RETURNING \"workflowId\"),"
+	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+		"td", "'TASK_COMPLETED'",
+		"jsonb_build_object('timer', 'wait')") " SELECT count(*) FROM t");
+
+bool
+timers_fire_wait(struct db *db, const struct timer *t, enum timer_outcome *out,
+		 struct err *e)
+{
+	const char *params[] = {t->workflow_id, t->task_id};
+	PGresult *res = db_exec(db, &timers_wait_stmt, 2, params, e);
+	if (!res)
+		return false;
+	*out = count_of(res, 0) ? TIMER_COMPLETED : TIMER_NOTHING;
+	PQclear(res);
+	return true;
+}
+
 /* Moves the row to its new "fireAt" (and so, maybe, partition). */
 DB_STMT(timers_postpone_stmt,
 	"UPDATE \"Timers\" SET \"claimedAt\" = NULL, \"fireAt\" = now() +"
@@ -368,8 +401,13 @@ timers_disarm(struct db *db, const char *workflow_id, const char *task_ids_json,
 }
 
 struct db_stmt *const timers_repo_stmts[] = {
-	&timers_claim_stmt,        &timers_schedule_to_start_stmt,
-	&timers_task_timeout_stmt, &timers_workflow_timeout_stmt,
-	&timers_postpone_stmt,     &timers_arm_tasks_stmt,
-	&timers_disarm_stmt,       NULL,
+	&timers_claim_stmt,
+	&timers_schedule_to_start_stmt,
+	&timers_task_timeout_stmt,
+	&timers_workflow_timeout_stmt,
+	&timers_postpone_stmt,
+	&timers_arm_tasks_stmt,
+	&timers_disarm_stmt,
+	&timers_wait_stmt,
+	NULL,
 };

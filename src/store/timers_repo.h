@@ -70,6 +70,7 @@ enum timer_outcome {
 	TIMER_TIMED_OUT, /* a task attempt or the workflow timed out */
 	TIMER_REARMED,   /* not due yet after all: a new timer armed */
 	TIMER_ALERTED,   /* ALERT_ONLY: an event, no state change */
+	TIMER_COMPLETED, /* a wait: its task completed */
 };
 
 /* scheduleToStart: a task still SCHEDULED and never leased times out
@@ -90,6 +91,11 @@ bool timers_fire_task_timeout(struct db *db, const struct timer *t,
  * WORKFLOW_TIMED_OUT); ALERT_ONLY writes WORKFLOW_TIMEOUT_ALERT. */
 bool timers_fire_workflow_timeout(struct db *db, const struct timer *t,
 				  enum timer_outcome *out, struct err *e);
+
+/* wait: a WAIT task still open completes (TASK_COMPLETED), its workflow
+ * is enqueued for evaluation; *out is TIMER_COMPLETED when it did. */
+bool timers_fire_wait(struct db *db, const struct timer *t,
+		      enum timer_outcome *out, struct err *e);
 
 /* An action failed: unclaim the timer, due again after delay_ms. */
 bool timers_postpone(struct db *db, const struct timer *t, int delay_ms,

@@ -16,6 +16,10 @@
  *              dsl_find_task; dsl_error_missing_task_def; the partial
  *              parse; the errors' JSON, valid UTF-8 even when a quoted name
  *              is cut inside a character.
+ *   operators  nested lists (decisionCases, defaultCase, forkTasks,
+ *              loopOver) with their owner, case and paths; each operator's
+ *              own fields checked at their paths; one reference namespace
+ *              across nested lists.
  */
 #include "engine/dsl.h"
 
@@ -1012,4 +1016,116 @@ Test(errors, quoted_names_cut_inside_a_character_stay_utf8)
 		  msg);
 	json_decref(v);
 	dsl_errors_free(&errs);
+}
+
+/* ============================================================ operators */
+
+#define WF(tasks) "{\"name\":\"wf\",\"tasks\":[" tasks "]}"
+#define T(ref, extra) \
+	"{\"name\":\"" ref "\",\"taskReferenceName\":\"" ref "\"" extra "}"
+
+Test(operators, nested_lists_know_their_owner_and_case)
+{
+	struct wf_def *def = workflow_ok(WF(T(
+		"sw",
+		",\"type\":\"SWITCH\",\"expression\":\"k\","
+		"\"inputParameters\":{\"k\":\"${workflow.input.k}\"},"
+		"\"decisionCases\":{\"a\":[" T(
+			"in_a",
+			",\"type\":\"NOOP\"") "]},"
+					      "\"defaultCase\":[" T(
+						      "in_d",
+						      ",\"type\":"
+						      "\"NOOP\"") "]") "," T("f",
+									     ",\"type\":\"FORK_JOIN\",\"forkTasks\":[[" T("b1", ",\"type\":\"NOOP\"") "],[" T(
+										     "b2",
+										     ",\"type\":"
+										     "\"NOOP\"") "]]") "," T("j",
+													     ",\"type\":\"JOIN\",\"joinOn\":[\"b1\",\"b2\"]") "," T("loop",
+																				    ",\"type\":\"DO_WHILE\",\"items\":\"${workflow.input.l}\","
+																				    "\"loopOver\":[" T(
+																					    "body",
+																					    ",\"type\":\"NOOP\"") "]")));
+	const struct wf_task *sw = dsl_find_task(def, "sw");
+	cr_assert_eq(sw->n_branches, 2);
+	cr_assert_str_eq(sw->branches[0].key, "a");
+	cr_assert_null(sw->branches[1].key);
+	const struct wf_task *in_a = dsl_find_task(def, "in_a");
+	cr_assert_eq(in_a->list->owner, sw);
+	cr_assert_str_eq(in_a->path, "$.tasks[0].decisionCases['a'][0]");
+	cr_assert_eq(dsl_find_task(def, "in_d")->list->owner, sw);
+	const struct wf_task *f = dsl_find_task(def, "f");
+	cr_assert_eq(f->n_branches, 2);
+	cr_assert_eq(dsl_find_task(def, "b2")->list->owner, f);
+	cr_assert_null(f->list->owner);
+	const struct wf_task *j = dsl_find_task(def, "j");
+	cr_assert_eq(j->n_reads, 3); /* joinOn, and itself */
+	const struct wf_task *loop = dsl_find_task(def, "loop");
+	cr_assert_eq(loop->n_reads, 1);
+	cr_assert_str_eq(loop->reads[0], "body");
+	cr_assert_eq(dsl_find_task(def, "body")->list->owner, loop);
+	wf_def_free(def);
+}
+
+Test(operators, each_operator_checks_its_own_fields)
+{
+	workflow_rejects(WF(T("sw", ",\"type\":\"SWITCH\","
+				    "\"evaluatorType\":\"python\","
+				    "\"expression\":\"x\"")),
+			 "$.tasks[0].evaluatorType", "must be one of");
+	workflow_rejects(WF(T("sw", ",\"type\":\"SWITCH\"")),
+			 "$.tasks[0].expression", "is required");
+	workflow_rejects(WF(T("d", ",\"type\":\"DECISION\"")),
+			 "$.tasks[0].caseValueParam", "caseExpression");
+	workflow_rejects(WF(T("f", ",\"type\":\"FORK_JOIN\",\"forkTasks\":[["
+				   "]]")),
+			 "$.tasks[0]", "must be followed by a JOIN");
+	workflow_rejects(WF(T("f", ",\"type\":\"FORK_JOIN\"") "," T(
+				 "j", ",\"type\":\"JOIN\"")),
+			 "$.tasks[0].forkTasks", "is required");
+	workflow_rejects(WF(T("a", ",\"type\":\"NOOP\"") "," T(
+				 "j", ",\"type\":\"JOIN\"")),
+			 "$.tasks[1]", "must follow a FORK_JOIN");
+	workflow_rejects(
+		WF(T("f",
+		     ",\"type\":\"FORK_JOIN\",\"forkTasks\":[["
+		     "]]") "," T("j",
+				 ",\"type\":\"JOIN\",\"joinOn\":[\"zz\"]")),
+		"$.tasks[1].joinOn[0]", "not in this workflow");
+	workflow_rejects(WF(T("l", ",\"type\":\"DO_WHILE\",\"loopOver\":[" T(
+					   "b", ",\"type\":\"NOOP\"") "]")),
+			 "$.tasks[0].loopCondition", "loopCondition or items");
+	workflow_rejects(WF(T("l", ",\"type\":\"DO_WHILE\","
+				   "\"loopCondition\":\"true\"")),
+			 "$.tasks[0].loopOver", "is required");
+	workflow_rejects(
+		WF(T("l", ",\"type\":\"DO_WHILE\",\"loopCondition\":\"true\","
+			  "\"loopOver\":[" T(
+				  "l2", ",\"type\":\"DO_WHILE\","
+					"\"loopCondition\":\"true\","
+					"\"loopOver\":[" T(
+						"b", ",\"type\":"
+						     "\"NOOP\"") "]") "]")),
+		"$.tasks[0].loopOver[0]", "inside a DO_WHILE");
+	workflow_rejects(WF(T("t", ",\"type\":\"TERMINATE\","
+				   "\"inputParameters\":{"
+				   "\"terminationStatus\":\"DONE\"}")),
+			 "$.tasks[0].inputParameters.terminationStatus",
+			 "COMPLETED, FAILED or TERMINATED");
+	workflow_rejects(WF(T("d", ",\"type\":\"DYNAMIC\"")),
+			 "$.tasks[0].dynamicTaskNameParam",
+			 "names no key of inputParameters");
+	workflow_rejects(WF(T("x", ",\"type\":\"EXCLUSIVE_JOIN\"")),
+			 "$.tasks[0].joinOn", "is required");
+}
+
+Test(operators, nested_tasks_share_the_reference_namespace)
+{
+	workflow_rejects(
+		WF(T("a", ",\"type\":\"NOOP\"") "," T(
+			"sw", ",\"type\":\"SWITCH\",\"expression\":\"k\","
+			      "\"decisionCases\":{\"x\":[" T(
+				      "a", ",\"type\":\"NOOP\"") "]}")),
+		"$.tasks[1].decisionCases['x'][0].taskReferenceName",
+		"duplicate taskReferenceName");
 }

@@ -1,0 +1,915 @@
+/*
+ * End-to-end tests of the tasks that reach other workflows, and of gates,
+ * on the real nodeflow binary over HTTP:
+ *
+ *   sub_workflow    a child runs, its output reaches the parent's task and
+ *                   the next task; the child carries its parent's ids.
+ *   child_fails     a failing child fails the parent task and the parent.
+ *   child_times_out a child past its timeoutSeconds fails the parent.
+ *   child_terminated terminating a child fails the parent's task (its
+ *                   TASK_FAILED event in the parent's history).
+ *   cascade         terminating a parent terminates its child and
+ *                   grandchild (an inline child definition).
+ *   retry           retrying a parent whose child failed retries that same
+ *                   child, and the parent completes with it.
+ *   start_workflow  fire and forget: the task completes with the new
+ *                   workflow's id; the new one has no parent.  An unknown
+ *                   definition fails the task.
+ *   failure_wf      a failing workflow starts its failureWorkflow with the
+ *                   failed workflow's id, reason, status and input.
+ *   tree            the sub-workflow tree, depth-bounded; 404 for no such
+ *                   workflow.
+ *   wait            WAIT by duration completes through its timer; WAIT and
+ *                   HUMAN without one complete (or fail) through the API.
+ *   event           EVENT writes its outbox row and completes.
+ *   validation      registration errors at their JSON paths.
+ *   with_operators  children in parallel fork branches joined; an optional
+ *                   child that fails (COMPLETED_WITH_ERRORS) lets the
+ *                   workflow go on; a branch's child terminated with it.
+ *   examples        examples/subflows/ registered and run as its README
+ *                   tells (approved, rejected into the failure workflow,
+ *                   a past `until`, an inline sub-workflow).
+ *
+ * Every test gets its own database and server.  Waits are deadlines
+ * (th_wait_until), never bare sleeps.
+ */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { WAIT_MS = 20000 };
+
+#define NS "/v1/ns/default"
+
+static struct th_db db;
+static struct th_server srv;
+static PGconn *sql;
+
+static void
+setup(void)
+{
+	th_db_clone(&db);
+	const char *flags[] = {"--timers-interval-ms", "100", NULL};
+	th_server_start(&srv, db.url, flags);
+	sql = th_connect(db.url);
+}
+
+static void
+teardown(void)
+{
+	PQfinish(sql);
+	th_server_stop(&srv);
+	th_db_drop(&db);
+}
+
+TestSuite(subflows, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ---------------------------------------------------------- HTTP helpers */
+
+static char last_body[16384];
+
+static json_t *
+call(const char *method, const char *path, const char *body, long status)
+{
+	struct th_response r;
+	th_http(&srv, method, path, body, body ? strlen(body) : 0, &r);
+	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
+		     path, r.status, status, r.body);
+	json_t *v = r.body_len ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
+	th_response_free(&r);
+	return v;
+}
+
+static void
+define(const char *def)
+{
+	json_decref(call("POST", NS "/workflow-definitions", def, 201));
+}
+
+static void
+define_task(const char *name, int retries)
+{
+	char path[256], body[256];
+	snprintf(path, sizeof(path), NS "/task-definitions/%s", name);
+	snprintf(body, sizeof(body),
+		 "{\"name\":\"%s\",\"retryCount\":%d,"
+		 "\"responseTimeoutSeconds\":60}",
+		 name, retries);
+	json_decref(call("PUT", path, body, 201));
+}
+
+static void
+start(const char *body, char id[37])
+{
+	json_t *v = call("POST", NS "/workflows", body, 201);
+	snprintf(id, 37, "%s", json_string_value(json_object_get(v, "id")));
+	json_decref(v);
+}
+
+static json_t *
+get(const char *id)
+{
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s", id);
+	return call("GET", path, NULL, 200);
+}
+
+static const char *
+str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+struct status_probe {
+	const char *id;
+	const char *want;
+};
+
+static bool
+has_status(void *arg)
+{
+	struct status_probe *p = arg;
+	json_t *v = get(p->id);
+	bool ok = strcmp(str(v, "status"), p->want) == 0;
+	json_decref(v);
+	return ok;
+}
+
+static void
+wait_status(const char *id, const char *want)
+{
+	struct status_probe p = {id, want};
+	if (!th_wait_until(WAIT_MS, has_status, &p)) {
+		json_t *v = get(id);
+		char *text = json_dumps(v, JSON_COMPACT);
+		cr_assert_fail("workflow %s never became %s: %s", id, want,
+			       text);
+	}
+}
+
+/* The latest attempt of task ref in execution v (borrowed), or NULL. */
+static json_t *
+task_of(json_t *v, const char *ref)
+{
+	json_t *best = NULL;
+	size_t i;
+	json_t *t;
+	json_array_foreach (json_object_get(v, "tasks"), i, t) {
+		if (strcmp(str(t, "refName"), ref) == 0)
+			best = t;
+	}
+	return best;
+}
+
+struct task_probe {
+	const char *id;
+	const char *ref;
+	const char *status;
+	char sub[37];
+};
+
+static bool
+task_in(void *arg)
+{
+	struct task_probe *p = arg;
+	json_t *v = get(p->id);
+	json_t *t = task_of(v, p->ref);
+	bool ok = t && strcmp(str(t, "status"), p->status) == 0;
+	if (ok)
+		snprintf(p->sub, sizeof(p->sub), "%s",
+			 str(json_object_get(t, "output"), "subWorkflowId"));
+	json_decref(v);
+	return ok;
+}
+
+/* Waits for task ref of workflow id to be in status; returns the child it
+ * runs ("" for none). */
+static const char *
+wait_task(const char *id, const char *ref, const char *status)
+{
+	static struct task_probe p;
+	p = (struct task_probe){id, ref, status, ""};
+	cr_assert(th_wait_until(WAIT_MS, task_in, &p),
+		  "task %s of %s never became %s: %s", ref, id, status,
+		  last_body);
+	return p.sub;
+}
+
+struct poll_probe {
+	const char *queue;
+	json_t *task;
+};
+
+static bool
+polled(void *arg)
+{
+	struct poll_probe *p = arg;
+	char path[256];
+	snprintf(path, sizeof(path), NS "/queues/%s/poll", p->queue);
+	json_t *v = call("POST", path, "{\"workerId\":\"w\"}", 200);
+	json_t *t = json_array_get(json_object_get(v, "tasks"), 0);
+	if (t)
+		p->task = json_incref(t);
+	json_decref(v);
+	return p->task != NULL;
+}
+
+static json_t *
+poll_one(const char *queue)
+{
+	struct poll_probe p = {queue, NULL};
+	cr_assert(th_wait_until(WAIT_MS, polled, &p), "nothing on queue %s",
+		  queue);
+	return p.task;
+}
+
+static void
+finish(const char *queue, json_t *task, const char *verb, const char *body)
+{
+	char path[256];
+	snprintf(path, sizeof(path), NS "/queues/%s/tasks/%s/%s", queue,
+		 str(task, "id"), verb);
+	json_decref(call("POST", path, body, 200));
+}
+
+static json_t *
+signal_task(const char *id, const char *ref, const char *verb, const char *body,
+	    long status)
+{
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/%s/%s", id, ref,
+		 verb);
+	return call("POST", path, body, status);
+}
+
+static json_t *
+action(const char *id, const char *name, long status)
+{
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/%s", id, name);
+	return call("POST", path, "{}", status);
+}
+
+static long long
+sql_int(const char *q, const char *param)
+{
+	const char *params[] = {param};
+	return th_int(sql, q, 1, params);
+}
+
+/* ------------------------------------------------------------ the tests */
+
+static void
+define_child_and_parent(int child_retries)
+{
+	define_task("work", child_retries);
+	define("{\"name\":\"child\",\"tasks\":[{\"name\":\"work\","
+	       "\"taskReferenceName\":\"w\",\"inputParameters\":"
+	       "{\"x\":\"${workflow.input.x}\"}}],"
+	       "\"outputParameters\":{\"doubled\":\"${w.output.v}\"}}");
+	define("{\"name\":\"parent\",\"tasks\":["
+	       "{\"name\":\"child\",\"taskReferenceName\":\"c\","
+	       "\"type\":\"SUB_WORKFLOW\",\"subWorkflowParam\":{\"name\":"
+	       "\"child\",\"version\":1},\"inputParameters\":"
+	       "{\"x\":\"${workflow.input.x}\"}},"
+	       "{\"name\":\"work\",\"taskReferenceName\":\"after\","
+	       "\"inputParameters\":{\"got\":\"${c.output.doubled}\"}}]}");
+}
+
+Test(subflows, sub_workflow)
+{
+	define_child_and_parent(0);
+	char parent[37];
+	start("{\"name\":\"parent\",\"input\":{\"x\":21}}", parent);
+	char child[37];
+	snprintf(child, sizeof(child), "%s",
+		 wait_task(parent, "c", "IN_PROGRESS"));
+	cr_assert_eq(strlen(child), 36, "no subWorkflowId: %s", last_body);
+
+	json_t *cv = get(child);
+	cr_assert_str_eq(str(cv, "parentWorkflowId"), parent);
+	json_t *pv = get(parent);
+	cr_assert_str_eq(str(cv, "parentTaskId"), str(task_of(pv, "c"), "id"));
+	cr_assert_str_eq(str(task_of(pv, "c"), "subWorkflowId"), child);
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(cv, "input"), "x")),
+		     21);
+	json_decref(cv);
+	json_decref(pv);
+
+	json_t *t = poll_one("work");
+	cr_assert_str_eq(str(t, "workflowId"), child);
+	finish("work", t, "complete",
+	       "{\"workerId\":\"w\",\"output\":{\"v\":42}}");
+	json_decref(t);
+	wait_status(child, "COMPLETED");
+
+	t = poll_one("work");
+	cr_assert_str_eq(str(t, "workflowId"), parent);
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(t, "input"), "got")),
+		     42, "the child's output did not reach the next task: %s",
+		     last_body);
+	finish("work", t, "complete", "{\"workerId\":\"w\",\"output\":{}}");
+	json_decref(t);
+	wait_status(parent, "COMPLETED");
+
+	pv = get(parent);
+	json_t *out = json_object_get(task_of(pv, "c"), "output");
+	cr_assert_eq(json_integer_value(json_object_get(out, "doubled")), 42);
+	cr_assert_str_eq(str(out, "subWorkflowId"), child);
+	json_decref(pv);
+}
+
+Test(subflows, child_fails)
+{
+	define_child_and_parent(0);
+	char parent[37], child[37];
+	start("{\"name\":\"parent\",\"input\":{\"x\":1}}", parent);
+	snprintf(child, sizeof(child), "%s",
+		 wait_task(parent, "c", "IN_PROGRESS"));
+	json_t *t = poll_one("work");
+	finish("work", t, "fail", "{\"workerId\":\"w\",\"reason\":\"boom\"}");
+	json_decref(t);
+	wait_status(child, "FAILED");
+	wait_status(parent, "FAILED");
+	json_t *pv = get(parent);
+	cr_assert(strstr(str(task_of(pv, "c"), "reason"), child),
+		  "reason does not name the child: %s", last_body);
+	cr_assert(strstr(str(task_of(pv, "c"), "reason"), "boom"), "%s",
+		  last_body);
+	cr_assert_str_eq(str(task_of(pv, "c"), "status"), "FAILED");
+	json_decref(pv);
+}
+
+Test(subflows, child_times_out)
+{
+	define("{\"name\":\"slow\",\"timeoutSeconds\":1,\"timeoutPolicy\":"
+	       "\"TIME_OUT_WF\",\"tasks\":[{\"name\":\"gate\","
+	       "\"taskReferenceName\":\"g\",\"type\":\"HUMAN\"}]}");
+	define("{\"name\":\"waiter\",\"tasks\":[{\"name\":\"slow\","
+	       "\"taskReferenceName\":\"c\",\"type\":\"SUB_WORKFLOW\","
+	       "\"subWorkflowParam\":{\"name\":\"slow\"}}]}");
+	char parent[37], child[37];
+	start("{\"name\":\"waiter\"}", parent);
+	snprintf(child, sizeof(child), "%s",
+		 wait_task(parent, "c", "IN_PROGRESS"));
+	wait_status(child, "TIMED_OUT");
+	wait_status(parent, "FAILED");
+	json_t *pv = get(parent);
+	cr_assert(strstr(str(task_of(pv, "c"), "reason"), "TIMED_OUT"), "%s",
+		  last_body);
+	json_decref(pv);
+}
+
+Test(subflows, cascade)
+{
+	/* parent → mid (registered) → leaf (inline definition) */
+	define("{\"name\":\"mid\",\"tasks\":[{\"name\":\"leaf\","
+	       "\"taskReferenceName\":\"l\",\"type\":\"SUB_WORKFLOW\","
+	       "\"subWorkflowParam\":{\"workflowDefinition\":{\"name\":"
+	       "\"leaf\",\"tasks\":[{\"name\":\"gate\",\"taskReferenceName\":"
+	       "\"g\",\"type\":\"HUMAN\"}]}}}]}");
+	define("{\"name\":\"top\",\"tasks\":[{\"name\":\"mid\","
+	       "\"taskReferenceName\":\"m\",\"type\":\"SUB_WORKFLOW\","
+	       "\"subWorkflowParam\":{\"name\":\"mid\"}}]}");
+	char top[37], mid[37], leaf[37];
+	start("{\"name\":\"top\"}", top);
+	snprintf(mid, sizeof(mid), "%s", wait_task(top, "m", "IN_PROGRESS"));
+	snprintf(leaf, sizeof(leaf), "%s", wait_task(mid, "l", "IN_PROGRESS"));
+	wait_task(leaf, "g", "IN_PROGRESS");
+	json_t *lv = get(leaf);
+	cr_assert_str_eq(str(lv, "name"), "leaf");
+	json_decref(lv);
+
+	json_t *v = action(top, "terminate", 200);
+	cr_assert_str_eq(str(v, "status"), "TERMINATED");
+	json_decref(v);
+	/* In the same transaction: no waiting needed. */
+	v = get(mid);
+	cr_assert_str_eq(str(v, "status"), "TERMINATED");
+	json_decref(v);
+	v = get(leaf);
+	cr_assert_str_eq(str(v, "status"), "TERMINATED");
+	cr_assert_str_eq(str(task_of(v, "g"), "status"), "CANCELED");
+	json_decref(v);
+}
+
+Test(subflows, retry)
+{
+	define_child_and_parent(0);
+	char parent[37], child[37];
+	start("{\"name\":\"parent\",\"input\":{\"x\":2}}", parent);
+	snprintf(child, sizeof(child), "%s",
+		 wait_task(parent, "c", "IN_PROGRESS"));
+	json_t *t = poll_one("work");
+	finish("work", t, "fail", "{\"workerId\":\"w\",\"reason\":\"flaky\"}");
+	json_decref(t);
+	wait_status(parent, "FAILED");
+
+	json_t *v = action(parent, "retry", 200);
+	cr_assert_str_eq(str(v, "status"), "RUNNING");
+	json_decref(v);
+	v = get(child);
+	cr_assert_str_eq(str(v, "status"), "RUNNING",
+			 "the child was not retried");
+	json_decref(v);
+	cr_assert_str_eq(wait_task(parent, "c", "IN_PROGRESS"), child,
+			 "the retried task runs another child");
+
+	t = poll_one("work");
+	cr_assert_str_eq(str(t, "workflowId"), child);
+	cr_assert_eq(json_integer_value(json_object_get(t, "attempt")), 1);
+	finish("work", t, "complete",
+	       "{\"workerId\":\"w\",\"output\":{\"v\":5}}");
+	json_decref(t);
+	wait_status(child, "COMPLETED");
+	t = poll_one("work");
+	cr_assert_str_eq(str(t, "workflowId"), parent);
+	finish("work", t, "complete", "{\"workerId\":\"w\",\"output\":{}}");
+	json_decref(t);
+	wait_status(parent, "COMPLETED");
+
+	/* One child in all: both attempts of c ran it. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+			     " WHERE \"parentWorkflowId\" = $1::uuid",
+			     parent),
+		     1);
+	cr_assert_eq(
+		sql_int("SELECT count(DISTINCT \"subWorkflowId\") FROM"
+			" \"TaskExecutions\" WHERE \"workflowId\" = $1::uuid"
+			" AND \"refName\" = 'c'",
+			parent),
+		1);
+}
+
+Test(subflows, start_workflow)
+{
+	define("{\"name\":\"target\",\"tasks\":[{\"name\":\"gate\","
+	       "\"taskReferenceName\":\"g\",\"type\":\"HUMAN\"}]}");
+	define("{\"name\":\"launcher\",\"tasks\":[{\"name\":\"go\","
+	       "\"taskReferenceName\":\"s\",\"type\":\"START_WORKFLOW\","
+	       "\"inputParameters\":{\"startWorkflow\":{\"name\":\"target\","
+	       "\"input\":{\"k\":\"${workflow.input.k}\"},"
+	       "\"correlationId\":\"c-1\"}}}]}");
+	char id[37];
+	start("{\"name\":\"launcher\",\"input\":{\"k\":\"v\"}}", id);
+	wait_status(id, "COMPLETED");
+	json_t *v = get(id);
+	const char *started =
+		str(json_object_get(task_of(v, "s"), "output"), "workflowId");
+	cr_assert_eq(strlen(started), 36, "%s", last_body);
+	char target[37];
+	snprintf(target, sizeof(target), "%s", started);
+	json_decref(v);
+	v = get(target);
+	cr_assert_str_eq(str(v, "name"), "target");
+	cr_assert_str_eq(str(v, "status"), "RUNNING");
+	cr_assert_str_eq(str(v, "correlationId"), "c-1");
+	cr_assert_str_eq(str(json_object_get(v, "input"), "k"), "v");
+	cr_assert(json_is_null(json_object_get(v, "parentWorkflowId")));
+	json_decref(v);
+
+	/* An unknown definition fails the task, and the workflow. */
+	define("{\"name\":\"misfire\",\"tasks\":[{\"name\":\"go\","
+	       "\"taskReferenceName\":\"s\",\"type\":\"START_WORKFLOW\","
+	       "\"inputParameters\":{\"startWorkflow\":{\"name\":\"nope\"}}}]}");
+	start("{\"name\":\"misfire\"}", id);
+	wait_status(id, "FAILED");
+	v = get(id);
+	cr_assert(strstr(str(task_of(v, "s"), "reason"), "nope"), "%s",
+		  last_body);
+	json_decref(v);
+	/* Once it exists, a retry runs the task again, and it starts. */
+	define("{\"name\":\"nope\",\"tasks\":[{\"name\":\"n\","
+	       "\"taskReferenceName\":\"n\",\"type\":\"NOOP\"}]}");
+	json_decref(action(id, "retry", 200));
+	wait_status(id, "COMPLETED");
+	v = get(id);
+	snprintf(target, sizeof(target), "%s",
+		 str(json_object_get(task_of(v, "s"), "output"), "workflowId"));
+	json_decref(v);
+	wait_status(target, "COMPLETED");
+}
+
+Test(subflows, failure_wf)
+{
+	define_task("work", 0);
+	define("{\"name\":\"cleanup\",\"tasks\":[{\"name\":\"gate\","
+	       "\"taskReferenceName\":\"g\",\"type\":\"HUMAN\"}]}");
+	define("{\"name\":\"fragile\",\"failureWorkflow\":\"cleanup\","
+	       "\"tasks\":[{\"name\":\"work\",\"taskReferenceName\":\"w\"}]}");
+	char id[37];
+	start("{\"name\":\"fragile\",\"input\":{\"order\":7},"
+	      "\"correlationId\":\"o-7\"}",
+	      id);
+	json_t *t = poll_one("work");
+	finish("work", t, "fail", "{\"workerId\":\"w\",\"reason\":\"broken\"}");
+	json_decref(t);
+	wait_status(id, "FAILED");
+	json_t *v = get(id);
+	char cleanup[37];
+	snprintf(cleanup, sizeof(cleanup), "%s", str(v, "failureWorkflowId"));
+	cr_assert_eq(strlen(cleanup), 36, "no failureWorkflowId: %s",
+		     last_body);
+	json_decref(v);
+
+	v = get(cleanup);
+	cr_assert_str_eq(str(v, "name"), "cleanup");
+	cr_assert_str_eq(str(v, "correlationId"), "o-7");
+	json_t *in = json_object_get(v, "input");
+	cr_assert_str_eq(str(in, "workflowId"), id);
+	cr_assert_str_eq(str(in, "failureStatus"), "FAILED");
+	cr_assert(strstr(str(in, "reason"), "broken"), "%s", last_body);
+	cr_assert_eq(json_integer_value(json_object_get(in, "order")), 7);
+	cr_assert_eq(strlen(str(in, "failureTaskId")), 36, "%s", last_body);
+	json_t *fw = json_object_get(in, "failedWorkflow");
+	cr_assert_str_eq(str(fw, "workflowType"), "fragile");
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(fw, "input"), "order")),
+		     7);
+	json_decref(v);
+}
+
+Test(subflows, tree)
+{
+	define("{\"name\":\"leaf\",\"tasks\":[{\"name\":\"gate\","
+	       "\"taskReferenceName\":\"g\",\"type\":\"HUMAN\"}]}");
+	define("{\"name\":\"mid\",\"tasks\":[{\"name\":\"leaf\","
+	       "\"taskReferenceName\":\"l\",\"type\":\"SUB_WORKFLOW\","
+	       "\"subWorkflowParam\":{\"name\":\"leaf\"}}]}");
+	define("{\"name\":\"root\",\"tasks\":[{\"name\":\"mid\","
+	       "\"taskReferenceName\":\"m\",\"type\":\"SUB_WORKFLOW\","
+	       "\"subWorkflowParam\":{\"name\":\"mid\"}}]}");
+	char root[37], mid[37], leaf[37];
+	start("{\"name\":\"root\"}", root);
+	snprintf(mid, sizeof(mid), "%s", wait_task(root, "m", "IN_PROGRESS"));
+	snprintf(leaf, sizeof(leaf), "%s", wait_task(mid, "l", "IN_PROGRESS"));
+
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/tree", root);
+	json_t *v = call("GET", path, NULL, 200);
+	cr_assert_eq(json_integer_value(json_object_get(v, "size")), 3, "%s",
+		     last_body);
+	cr_assert(json_is_false(json_object_get(v, "truncated")));
+	json_t *r = json_object_get(v, "tree");
+	cr_assert_str_eq(str(r, "id"), root);
+	cr_assert_str_eq(str(r, "name"), "root");
+	json_t *m = json_array_get(json_object_get(r, "children"), 0);
+	cr_assert_str_eq(str(m, "id"), mid);
+	cr_assert_str_eq(str(m, "parentTaskRefName"), "m");
+	cr_assert_str_eq(str(m, "status"), "RUNNING");
+	json_t *l = json_array_get(json_object_get(m, "children"), 0);
+	cr_assert_str_eq(str(l, "id"), leaf);
+	cr_assert_str_eq(str(l, "name"), "leaf");
+	cr_assert_eq(json_array_size(json_object_get(l, "children")), 0);
+	json_decref(v);
+
+	snprintf(path, sizeof(path), NS "/workflows/%s/tree?maxDepth=1", root);
+	v = call("GET", path, NULL, 200);
+	cr_assert_eq(json_integer_value(json_object_get(v, "size")), 2, "%s",
+		     last_body);
+	json_decref(v);
+	snprintf(path, sizeof(path), NS "/workflows/%s/tree?limit=1", root);
+	v = call("GET", path, NULL, 200);
+	cr_assert(json_is_true(json_object_get(v, "truncated")), "%s",
+		  last_body);
+	json_decref(v);
+	/* From the middle: its own subtree. */
+	snprintf(path, sizeof(path), NS "/workflows/%s/tree", mid);
+	v = call("GET", path, NULL, 200);
+	cr_assert_eq(json_integer_value(json_object_get(v, "size")), 2);
+	json_decref(v);
+	json_decref(call("GET",
+			 NS "/workflows/01900000-0000-7000-8000-000000000000"
+			    "/tree",
+			 NULL, 404));
+}
+
+Test(subflows, wait)
+{
+	define("{\"name\":\"pause\",\"tasks\":[{\"name\":\"nap\","
+	       "\"taskReferenceName\":\"n\",\"type\":\"WAIT\","
+	       "\"inputParameters\":{\"duration\":\"1s\"}}]}");
+	char id[37];
+	start("{\"name\":\"pause\"}", id);
+	wait_status(id, "COMPLETED");
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"Timers\" WHERE"
+			     " \"workflowId\" = $1::uuid AND \"kind\" = 'wait'"
+			     " AND \"claimedAt\" IS NOT NULL",
+			     id),
+		     1, "the wait timer did not fire");
+
+	/* Signalled: WAIT without a duration, then HUMAN. */
+	define("{\"name\":\"gates\",\"tasks\":[{\"name\":\"hold\","
+	       "\"taskReferenceName\":\"w\",\"type\":\"WAIT\"},"
+	       "{\"name\":\"approve\",\"taskReferenceName\":\"h\","
+	       "\"type\":\"HUMAN\",\"inputParameters\":{\"seen\":"
+	       "\"${w.output.note}\"}}]}");
+	start("{\"name\":\"gates\"}", id);
+	wait_task(id, "w", "IN_PROGRESS");
+	json_decref(signal_task(id, "h", "complete", "{}", 404));
+	json_decref(signal_task(id, "w", "complete",
+				"{\"output\":{\"note\":\"hi\"}}", 200));
+	json_decref(signal_task(id, "w", "complete", "{}", 409));
+	wait_task(id, "h", "IN_PROGRESS");
+	json_t *v = get(id);
+	cr_assert_str_eq(str(json_object_get(task_of(v, "h"), "input"), "seen"),
+			 "hi");
+	json_decref(v);
+	json_decref(signal_task(id, "h", "complete",
+				"{\"output\":{\"approved\":true}}", 200));
+	wait_status(id, "COMPLETED");
+	v = get(id);
+	cr_assert(json_is_true(json_object_get(json_object_get(v, "output"),
+					       "approved")),
+		  "%s", last_body);
+	json_decref(v);
+
+	/* A gate failed through the API fails the workflow. */
+	start("{\"name\":\"gates\"}", id);
+	wait_task(id, "w", "IN_PROGRESS");
+	json_decref(
+		signal_task(id, "w", "fail", "{\"reason\":\"rejected\"}", 200));
+	wait_status(id, "FAILED");
+	v = get(id);
+	cr_assert(strstr(str(v, "reason"), "rejected"), "%s", last_body);
+	json_decref(v);
+	/* Retried, the gate opens again. */
+	json_decref(action(id, "retry", 200));
+	wait_task(id, "w", "IN_PROGRESS");
+	json_decref(signal_task(id, "w", "complete", "{}", 200));
+	wait_task(id, "h", "IN_PROGRESS");
+
+	/* Only gates are completed here. */
+	define_task("work", 0);
+	define("{\"name\":\"plain\",\"tasks\":[{\"name\":\"work\","
+	       "\"taskReferenceName\":\"p\"}]}");
+	start("{\"name\":\"plain\"}", id);
+	wait_task(id, "p", "SCHEDULED");
+	json_decref(signal_task(id, "p", "complete", "{}", 409));
+}
+
+Test(subflows, event)
+{
+	define("{\"name\":\"notify\",\"tasks\":[{\"name\":\"emit\","
+	       "\"taskReferenceName\":\"e\",\"type\":\"EVENT\","
+	       "\"sink\":\"kafka:orders\",\"inputParameters\":"
+	       "{\"orderId\":\"${workflow.input.id}\"}}]}");
+	char id[37];
+	start("{\"name\":\"notify\",\"input\":{\"id\":99}}", id);
+	wait_status(id, "COMPLETED");
+	cr_assert_eq(
+		sql_int("SELECT count(*) FROM \"OutboxEvents\" WHERE"
+			" \"workflowId\" = $1::uuid AND \"sink\" ="
+			" 'kafka:orders' AND (\"payload\"->>'orderId')::int"
+			" = 99 AND \"payload\"->>'workflowType' = 'notify'"
+			" AND \"publishedAt\" IS NULL",
+			id),
+		1);
+	json_t *v = get(id);
+	json_t *out = json_object_get(task_of(v, "e"), "output");
+	cr_assert_str_eq(str(out, "event_produced"), "kafka:orders");
+	cr_assert_eq(json_integer_value(json_object_get(out, "orderId")), 99);
+	json_decref(v);
+}
+
+static void
+rejected(const char *def, const char *path)
+{
+	json_t *v = call("POST", NS "/workflow-definitions", def, 400);
+	char *text = json_dumps(v, JSON_COMPACT);
+	cr_assert(strstr(text, path), "no error at %s: %s", path, text);
+	free(text);
+	json_decref(v);
+}
+
+Test(subflows, validation)
+{
+	rejected("{\"name\":\"bad\",\"tasks\":[{\"name\":\"c\","
+		 "\"taskReferenceName\":\"c\",\"type\":\"SUB_WORKFLOW\","
+		 "\"subWorkflowParam\":{\"version\":1}}]}",
+		 "$.tasks[0].subWorkflowParam.name");
+	rejected("{\"name\":\"bad\",\"tasks\":[{\"name\":\"w\","
+		 "\"taskReferenceName\":\"w\",\"type\":\"WAIT\","
+		 "\"inputParameters\":{\"duration\":\"a while\"}}]}",
+		 "$.tasks[0].inputParameters.duration");
+	rejected("{\"name\":\"bad\",\"tasks\":[{\"name\":\"e\","
+		 "\"taskReferenceName\":\"e\",\"type\":\"EVENT\"}]}",
+		 "$.tasks[0].sink");
+	rejected("{\"name\":\"bad\",\"tasks\":[{\"name\":\"s\","
+		 "\"taskReferenceName\":\"s\",\"type\":\"START_WORKFLOW\"}]}",
+		 "$.tasks[0].inputParameters.startWorkflow");
+}
+
+/* ------------------------------------------------ examples/subflows/ */
+
+static void
+register_example(const char *name)
+{
+	char file[256];
+	snprintf(file, sizeof(file), "examples/subflows/%s.workflow.json",
+		 name);
+	FILE *f = fopen(file, "r");
+	cr_assert_not_null(f, "cannot open %s (run from the repository root)",
+			   file);
+	static char buf[16384];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	define(buf);
+}
+
+struct tree_probe {
+	const char *id;
+	char child[37];
+};
+
+static bool
+has_child(void *arg)
+{
+	struct tree_probe *p = arg;
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/tree", p->id);
+	json_t *v = call("GET", path, NULL, 200);
+	json_t *c = json_array_get(
+		json_object_get(json_object_get(v, "tree"), "children"), 0);
+	if (c)
+		snprintf(p->child, sizeof(p->child), "%s", str(c, "id"));
+	json_decref(v);
+	return c != NULL;
+}
+
+Test(subflows, examples)
+{
+	static const char *const files[] = {
+		"approval", "audit", "order_failed", "order", "reminder", NULL};
+	for (int i = 0; files[i]; i++)
+		register_example(files[i]);
+
+	/* The README's walk-through. */
+	char id[37];
+	start("{\"name\":\"order\",\"input\":{\"orderId\":\"o-1\","
+	      "\"amount\":120}}",
+	      id);
+	struct tree_probe p = {id, ""};
+	cr_assert(th_wait_until(WAIT_MS, has_child, &p), "no approval child");
+	wait_task(p.child, "approve", "IN_PROGRESS");
+	json_decref(signal_task(
+		p.child, "approve", "complete",
+		"{\"output\":{\"approved\":true,\"by\":\"ada\"}}", 200));
+	wait_task(id, "shipped", "IN_PROGRESS");
+	json_decref(signal_task(id, "shipped", "complete",
+				"{\"output\":{\"tracking\":\"1Z999\"}}", 200));
+	wait_status(id, "COMPLETED");
+	json_t *v = get(id);
+	json_t *out = json_object_get(v, "output");
+	cr_assert_str_eq(str(out, "approvedBy"), "ada", "%s", last_body);
+	cr_assert_str_eq(str(out, "tracking"), "1Z999");
+	char audit[37];
+	snprintf(audit, sizeof(audit), "%s", str(out, "auditId"));
+	json_decref(v);
+	wait_status(audit, "COMPLETED");
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"OutboxEvents\" WHERE"
+			     " \"workflowId\" = $1::uuid AND \"sink\" ="
+			     " 'kafka:orders'",
+			     id),
+		     1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"OutboxEvents\" WHERE"
+			     " \"workflowId\" = $1::uuid AND \"sink\" ="
+			     " 'conductor:audit:record'",
+			     audit),
+		     1);
+
+	/* Rejected: the order fails and order_failed reports it. */
+	start("{\"name\":\"order\",\"input\":{\"orderId\":\"o-2\","
+	      "\"amount\":1e6}}",
+	      id);
+	struct tree_probe q = {id, ""};
+	cr_assert(th_wait_until(WAIT_MS, has_child, &q), "no approval child");
+	wait_task(q.child, "approve", "IN_PROGRESS");
+	json_decref(signal_task(q.child, "approve", "fail",
+				"{\"reason\":\"too much\"}", 200));
+	wait_status(id, "FAILED");
+	v = get(id);
+	char failed[37];
+	snprintf(failed, sizeof(failed), "%s", str(v, "failureWorkflowId"));
+	json_decref(v);
+	wait_status(failed, "COMPLETED");
+	cr_assert_eq(
+		sql_int("SELECT count(*) FROM \"OutboxEvents\" WHERE"
+			" \"workflowId\" = $1::uuid AND \"sink\" ="
+			" 'kafka:order-failures' AND \"payload\"->>'reason'"
+			" LIKE '%too much%' AND \"payload\"->>'orderId' ="
+			" 'o-2'",
+			failed),
+		1);
+
+	/* The reminder: a time already past, then its inline checklist. */
+	start("{\"name\":\"reminder\",\"input\":{\"at\":\"2020-01-01 09:00 "
+	      "CET\",\"note\":\"call back\"}}",
+	      id);
+	const char *child = wait_task(id, "checklist", "IN_PROGRESS");
+	char cl[37];
+	snprintf(cl, sizeof(cl), "%s", child);
+	v = get(cl);
+	cr_assert_str_eq(str(v, "name"), "checklist");
+	json_decref(v);
+	wait_task(cl, "tick", "IN_PROGRESS");
+	json_decref(signal_task(cl, "tick", "complete", "{}", 200));
+	wait_status(id, "COMPLETED");
+}
+
+Test(subflows, child_terminated)
+{
+	define("{\"name\":\"gated\",\"tasks\":[{\"name\":\"gate\","
+	       "\"taskReferenceName\":\"g\",\"type\":\"HUMAN\"}]}");
+	define("{\"name\":\"holder\",\"tasks\":[{\"name\":\"gated\","
+	       "\"taskReferenceName\":\"c\",\"type\":\"SUB_WORKFLOW\","
+	       "\"subWorkflowParam\":{\"name\":\"gated\"}}]}");
+	char parent[37], child[37];
+	start("{\"name\":\"holder\"}", parent);
+	snprintf(child, sizeof(child), "%s",
+		 wait_task(parent, "c", "IN_PROGRESS"));
+	/* Terminating the child, not the parent, fails the parent's task. */
+	json_decref(action(child, "terminate", 200));
+	wait_status(parent, "FAILED");
+	json_t *v = get(parent);
+	cr_assert(strstr(str(task_of(v, "c"), "reason"), "TERMINATED"), "%s",
+		  last_body);
+	json_decref(v);
+	/* The history of the parent records the task's end. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\" WHERE"
+			     " \"workflowId\" = $1::uuid AND \"type\" ="
+			     " 'TASK_FAILED'",
+			     parent),
+		     1);
+}
+
+Test(subflows, with_operators)
+{
+	/* Two children in parallel branches of a fork, then a join; and an
+	 * optional child that fails lets its workflow go on. */
+	define("{\"name\":\"gated\",\"tasks\":[{\"name\":\"gate\","
+	       "\"taskReferenceName\":\"g\",\"type\":\"HUMAN\"}],"
+	       "\"outputParameters\":{\"v\":\"${g.output.v}\"}}");
+	define("{\"name\":\"pair\",\"tasks\":[{\"name\":\"fork\","
+	       "\"taskReferenceName\":\"fork\",\"type\":\"FORK_JOIN\","
+	       "\"forkTasks\":[[{\"name\":\"gated\",\"taskReferenceName\":"
+	       "\"a\",\"type\":\"SUB_WORKFLOW\",\"subWorkflowParam\":{\"name\":"
+	       "\"gated\"}}],[{\"name\":\"gated\",\"taskReferenceName\":\"b\","
+	       "\"type\":\"SUB_WORKFLOW\",\"subWorkflowParam\":{\"name\":"
+	       "\"gated\"}}]]},{\"name\":\"join\",\"taskReferenceName\":"
+	       "\"join\",\"type\":\"JOIN\",\"joinOn\":[\"a\",\"b\"]}],"
+	       "\"outputParameters\":{\"a\":\"${a.output.v}\",\"b\":"
+	       "\"${b.output.v}\"}}");
+	char id[37], a[37], b[37];
+	start("{\"name\":\"pair\"}", id);
+	snprintf(a, sizeof(a), "%s", wait_task(id, "a", "IN_PROGRESS"));
+	snprintf(b, sizeof(b), "%s", wait_task(id, "b", "IN_PROGRESS"));
+	cr_assert_str_neq(a, b);
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/tree", id);
+	json_t *v = call("GET", path, NULL, 200);
+	cr_assert_eq(json_integer_value(json_object_get(v, "size")), 3);
+	json_decref(v);
+	wait_task(a, "g", "IN_PROGRESS");
+	wait_task(b, "g", "IN_PROGRESS");
+	json_decref(
+		signal_task(a, "g", "complete", "{\"output\":{\"v\":1}}", 200));
+	json_decref(
+		signal_task(b, "g", "complete", "{\"output\":{\"v\":2}}", 200));
+	wait_status(id, "COMPLETED");
+	v = get(id);
+	json_t *out = json_object_get(v, "output");
+	cr_assert_eq(json_integer_value(json_object_get(out, "a")), 1, "%s",
+		     last_body);
+	cr_assert_eq(json_integer_value(json_object_get(out, "b")), 2);
+	json_decref(v);
+
+	define("{\"name\":\"lenient\",\"tasks\":[{\"name\":\"gated\","
+	       "\"taskReferenceName\":\"c\",\"type\":\"SUB_WORKFLOW\","
+	       "\"optional\":true,\"subWorkflowParam\":{\"name\":\"gated\"}},"
+	       "{\"name\":\"after\",\"taskReferenceName\":\"after\","
+	       "\"type\":\"HUMAN\"}]}");
+	start("{\"name\":\"lenient\"}", id);
+	snprintf(a, sizeof(a), "%s", wait_task(id, "c", "IN_PROGRESS"));
+	wait_task(a, "g", "IN_PROGRESS");
+	json_decref(signal_task(a, "g", "fail", "{\"reason\":\"no\"}", 200));
+	wait_task(id, "c", "COMPLETED_WITH_ERRORS");
+	wait_task(id, "after", "IN_PROGRESS");
+
+	/* Terminating the parent ends the child of a branch too. */
+	start("{\"name\":\"pair\"}", id);
+	snprintf(a, sizeof(a), "%s", wait_task(id, "a", "IN_PROGRESS"));
+	json_decref(action(id, "terminate", 200));
+	v = get(a);
+	cr_assert_str_eq(str(v, "status"), "TERMINATED");
+	json_decref(v);
+}
