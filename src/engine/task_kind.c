@@ -3,13 +3,17 @@
 #include <string.h>
 
 /*
- * Only worker tasks exist so far; operators (SWITCH, FORK_JOIN, DO_WHILE…)
- * and system tasks (HTTP, INLINE, JSON_JQ_TRANSFORM, WAIT…) join as rows
- * when their executors exist, so that a definition using one is refused
- * until then rather than accepted and left stuck.
+ * A type joins as a row when its executor exists, so that a definition
+ * using one is refused until then rather than accepted and left stuck.
+ * Every TASK_EXEC_SYSTEM row must be a row of the runner's table too
+ * (systasks.c; a unit test checks).
  */
 static const struct task_kind kinds[] = {
 	{"SIMPLE", TASK_EXEC_WORKER, true},
+	/* System tasks, run by the system-task runner (systasks.h). */
+	{"HTTP", TASK_EXEC_SYSTEM, false},
+	{"INLINE", TASK_EXEC_SYSTEM, false},
+	{"JSON_JQ_TRANSFORM", TASK_EXEC_SYSTEM, false},
 };
 
 const struct task_kind *

@@ -22,6 +22,7 @@
 #include "engine/partitions.h"
 #include "engine/queue_signal.h"
 #include "engine/sweeper.h"
+#include "engine/systasks.h"
 #include "engine/timers.h"
 #include "engine/worker_polls.h"
 #include "http/app.h"
@@ -383,18 +384,21 @@ wake_queues(const json_t *queues, void *arg)
 	json_array_foreach (queues, i, q) {
 		http_server_wake(arg, json_string_value(q));
 	}
+	systasks_wake();
 }
 
 static void
 wake_all(void *arg)
 {
 	http_server_wake(arg, NULL);
+	systasks_wake();
 }
 
 static void
 wake_queue(const char *queue, void *arg)
 {
 	http_server_wake(arg, queue);
+	systasks_wake();
 }
 
 static int
@@ -442,11 +446,11 @@ cmd_serve(struct command_line *cl)
 	struct loop *partitions = NULL, *sweeper = NULL, *signals = NULL;
 	struct loop *timers = NULL;
 	struct loop *polls = NULL;
-	if (http) { /* work enqueued by any replica wakes this one's polls */
-		signals =
-			queue_signal_start(cfg->database_url, wake_queue, http);
+	/* Work enqueued by any replica wakes this one's polls and its
+	 * system-task runner. */
+	signals = queue_signal_start(cfg->database_url, wake_queue, http);
+	if (http)
 		polls = worker_polls_start(cfg->database_url);
-	}
 	if (has_role(cfg->roles, "engine")) {
 		partitions = partitions_loop_start(cfg);
 		struct decide_loop_opts d = {
@@ -454,16 +458,24 @@ cmd_serve(struct command_line *cl)
 			.batch_size = (int)cfg->decider_batch,
 			.retry_budget_per_minute =
 				(int)cfg->retry_budget_per_minute,
-			.on_enqueued = http ? wake_queues : NULL,
+			.on_enqueued = wake_queues,
 			.arg = http,
 		};
 		for (long i = 0; i < cfg->decider_threads; i++)
 			decide_loop_start(&d);
 		sweeper = sweeper_start(cfg->database_url,
-					(int)cfg->sweeper_interval_ms,
-					http ? wake_all : NULL, http);
+					(int)cfg->sweeper_interval_ms, wake_all,
+					http);
 		timers = timers_start(cfg->database_url,
 				      (int)cfg->timers_interval_ms);
+		struct systasks_opts so = {
+			.database_url = cfg->database_url,
+			.threads = (int)cfg->system_task_threads,
+			.http_max_in_flight = (int)cfg->http_max_in_flight,
+			.interval_ms = (int)cfg->system_tasks_interval_ms,
+			.script_timeout_ms = (int)cfg->script_timeout_ms,
+		};
+		systasks_start(&so);
 	}
 
 	if (http) {
@@ -483,6 +495,7 @@ cmd_serve(struct command_line *cl)
 	log_info("server", "shutting down");
 	/* Loops that call into the HTTP server stop first. */
 	decide_loops_stop();
+	systasks_stop();
 	loop_stop(sweeper);
 	loop_stop(timers);
 	loop_stop(signals);
