@@ -553,7 +553,7 @@ call_build(const json_t *input, struct err *e)
 	curl_easy_setopt(h, CURLOPT_PRIVATE, c);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "node-flow/" NODEFLOW_VERSION);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-	if (strcmp(method, "GET") == 0) {
+	if (strcmp(method, "GET") == 0 && !c->body) {
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	} else if (strcmp(method, "HEAD") == 0) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);

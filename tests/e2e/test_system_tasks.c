@@ -17,6 +17,10 @@
  *               carried the method, headers and body asked for.
  *   nul         a response body holding \u0000 is stored (the escape
  *               dropped) and the task completes.
+ *   refused     a transport error fails the task; with no task definition
+ *               it is not retried (Conductor's rule) and the workflow fails.
+ *   inflight    four HTTP tasks are in flight at once: the local server
+ *               answers none until it holds all four requests.
  *   validation  definitions missing a system task's required inputs are
  *               refused with the path of the task.
  *   example     examples/orders/ run as its README says (the service URL
@@ -114,6 +118,8 @@ TestSuite(http, .fini = cleanup);
 TestSuite(nul, .fini = cleanup);
 TestSuite(validation, .fini = cleanup);
 TestSuite(example, .fini = cleanup);
+TestSuite(refused, .fini = cleanup);
+TestSuite(inflight, .fini = cleanup);
 
 /* ---------------------------------------------------------- HTTP helpers */
 
@@ -250,40 +256,82 @@ struct stub {
 	size_t n_answers;
 	char last_request[8192];
 	pthread_mutex_t mu;
+	int gather; /* > 0: hold this many requests, then answer them all */
 };
 
 static struct stub stub;
+
+/* Reads one request from c into req (NUL-terminated). */
+static void
+read_request(int c, char *req, size_t size)
+{
+	size_t len = 0, want = 0;
+	for (;;) {
+		ssize_t n = read(c, req + len, size - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		req[len] = '\0';
+		char *end = strstr(req, "\r\n\r\n");
+		if (!end)
+			continue;
+		if (!want) {
+			const char *cl = strcasestr(req, "Content-Length:");
+			want = (size_t)(end + 4 - req) +
+			       (cl ? strtoul(cl + 15, NULL, 10) : 0);
+		}
+		if (len >= want || len == size - 1)
+			break;
+	}
+	req[len] = '\0';
+}
+
+static void
+write_all(int c, const char *a)
+{
+	size_t alen = strlen(a);
+	while (alen) {
+		ssize_t n = write(c, a, alen);
+		if (n <= 0)
+			break;
+		a += n;
+		alen -= (size_t)n;
+	}
+}
+
+static void *
+stub_gather(struct stub *s)
+{
+	int held[16];
+	int n = 0;
+	while (n < s->gather && n < 16) {
+		int c = accept(s->fd, NULL, NULL);
+		if (c < 0)
+			return NULL;
+		char req[8192];
+		read_request(c, req, sizeof(req));
+		atomic_fetch_add(&s->requests, 1);
+		held[n++] = c;
+	}
+	for (int i = 0; i < n; i++) {
+		write_all(held[i], s->answers[0]);
+		close(held[i]);
+	}
+	return NULL;
+}
 
 static void *
 stub_main(void *arg)
 {
 	struct stub *s = arg;
+	if (s->gather > 0)
+		return stub_gather(s);
 	for (;;) {
 		int c = accept(s->fd, NULL, NULL);
 		if (c < 0)
 			return NULL;
 		char req[8192];
-		size_t len = 0;
-		size_t want = 0;
-		for (;;) {
-			ssize_t n = read(c, req + len, sizeof(req) - 1 - len);
-			if (n <= 0)
-				break;
-			len += (size_t)n;
-			req[len] = '\0';
-			char *end = strstr(req, "\r\n\r\n");
-			if (!end)
-				continue;
-			if (!want) {
-				const char *cl =
-					strcasestr(req, "Content-Length:");
-				want = (size_t)(end + 4 - req) +
-				       (cl ? strtoul(cl + 15, NULL, 10) : 0);
-			}
-			if (len >= want || len == sizeof(req) - 1)
-				break;
-		}
-		req[len] = '\0';
+		read_request(c, req, sizeof(req));
 		int i = atomic_fetch_add(&s->requests, 1);
 		pthread_mutex_lock(&s->mu);
 		snprintf(s->last_request, sizeof(s->last_request), "%s", req);
@@ -291,22 +339,16 @@ stub_main(void *arg)
 		const char *a =
 			s->answers[(size_t)i < s->n_answers ? (size_t)i
 							    : s->n_answers - 1];
-		size_t alen = strlen(a);
-		while (alen) {
-			ssize_t n = write(c, a, alen);
-			if (n <= 0)
-				break;
-			a += n;
-			alen -= (size_t)n;
-		}
+		write_all(c, a);
 		close(c);
 	}
 }
 
 static void
-stub_start(const char *const *answers, size_t n)
+stub_start_gather(const char *const *answers, size_t n, int gather)
 {
 	memset(&stub, 0, sizeof(stub));
+	stub.gather = gather;
 	pthread_mutex_init(&stub.mu, NULL);
 	stub.answers = answers;
 	stub.n_answers = n;
@@ -320,6 +362,12 @@ stub_start(const char *const *answers, size_t n)
 	getsockname(stub.fd, (struct sockaddr *)&a, &alen);
 	stub.port = ntohs(a.sin_port);
 	cr_assert(pthread_create(&stub.thread, NULL, stub_main, &stub) == 0);
+}
+
+static void
+stub_start(const char *const *answers, size_t n)
+{
+	stub_start_gather(answers, n, 0);
 }
 
 /* An answer with its Content-Length filled in (static storage). */
@@ -600,4 +648,66 @@ Test(example, orders)
 		    "{\"large\":[\"lamp\",\"desk\"],\"serviceStatus\":200,"
 		    "\"total\":210}");
 	json_decref(wf);
+}
+
+Test(refused, transport_error_fails_without_retry)
+{
+	/* A port nobody listens on. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	socklen_t alen = sizeof(a);
+	getsockname(fd, (struct sockaddr *)&a, &alen);
+	close(fd);
+	start(NULL);
+	char uri[128];
+	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/", ntohs(a.sin_port));
+	put_workflow("refused",
+		     json_pack("[{s:s,s:s,s:s,s:{s:{s:s,s:i}}}]", "name",
+			       "nobody", "taskReferenceName", "call", "type",
+			       "HTTP", "inputParameters", "http_request", "uri",
+			       uri, "connectionTimeOut", 5000));
+	char id[37];
+	start_workflow("refused", json_object(), id);
+	json_t *wf = wait_ended(id, "FAILED");
+	cr_assert_eq(json_array_size(json_object_get(wf, "tasks")), 1, "%s",
+		     last_body);
+	json_t *t = task_of(wf, "call", 0);
+	const char *reason = json_string_value(json_object_get(t, "reason"));
+	cr_assert(reason && strstr(reason, "could not call http://127.0.0.1:"),
+		  "%s", last_body);
+	json_decref(wf);
+}
+
+Test(inflight, four_requests_at_once)
+{
+	static char a200[256];
+	const char *answers[] = {
+		answer(a200, sizeof(a200), "200 OK", "text/plain", "together"),
+	};
+	stub_start_gather(answers, 1, 4);
+	start(NULL);
+	char uri[128];
+	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/", stub.port);
+	put_workflow("fan", json_pack("[{s:s,s:s,s:s,s:{s:s,s:i,s:i}}]", "name",
+				      "wait", "taskReferenceName", "call",
+				      "type", "HTTP", "inputParameters", "uri",
+				      uri, "connectionTimeOut", 5000,
+				      "readTimeOut", WAIT_MS));
+	char ids[4][37];
+	for (int i = 0; i < 4; i++)
+		start_workflow("fan", json_object(), ids[i]);
+	for (int i = 0; i < 4; i++) {
+		json_t *wf = wait_ended(ids[i], "COMPLETED");
+		expect_json(
+			json_object_get(
+				json_object_get(
+					json_object_get(task_of(wf, "call", 0),
+							"output"),
+					"response"),
+				"body"),
+			"\"together\"");
+		json_decref(wf);
+	}
 }
