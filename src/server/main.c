@@ -384,7 +384,6 @@ wake_queues(const json_t *queues, void *arg)
 	json_array_foreach (queues, i, q) {
 		http_server_wake(arg, json_string_value(q));
 	}
-	systasks_wake();
 }
 
 static void
@@ -398,7 +397,6 @@ static void
 wake_queue(const char *queue, void *arg)
 {
 	http_server_wake(arg, queue);
-	systasks_wake();
 }
 
 static int
@@ -446,11 +444,11 @@ cmd_serve(struct command_line *cl)
 	struct loop *partitions = NULL, *sweeper = NULL, *signals = NULL;
 	struct loop *timers = NULL;
 	struct loop *polls = NULL;
-	/* Work enqueued by any replica wakes this one's polls and its
-	 * system-task runner. */
-	signals = queue_signal_start(cfg->database_url, wake_queue, http);
-	if (http)
+	if (http) { /* work enqueued by any replica wakes this one's polls */
+		signals =
+			queue_signal_start(cfg->database_url, wake_queue, http);
 		polls = worker_polls_start(cfg->database_url);
+	}
 	if (has_role(cfg->roles, "engine")) {
 		partitions = partitions_loop_start(cfg);
 		struct decide_loop_opts d = {
@@ -458,7 +456,7 @@ cmd_serve(struct command_line *cl)
 			.batch_size = (int)cfg->decider_batch,
 			.retry_budget_per_minute =
 				(int)cfg->retry_budget_per_minute,
-			.on_enqueued = wake_queues,
+			.on_enqueued = http ? wake_queues : NULL,
 			.arg = http,
 		};
 		for (long i = 0; i < cfg->decider_threads; i++)
