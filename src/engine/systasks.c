@@ -118,8 +118,7 @@ run_inline(const json_t *input, int timeout_ms, json_t **output, struct err *e)
 static bool
 run_jq(const json_t *input, int timeout_ms, json_t **output, struct err *e)
 {
-	(void)timeout_ms;
-	return jq_transform(input, output, e);
+	return jq_transform(input, timeout_ms, output, e);
 }
 
 /* ---- shared -------------------------------------------------------------- */

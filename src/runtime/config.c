@@ -104,7 +104,8 @@ static const struct config_def defs[] = {
 	    "HTTP tasks in flight at once; 0 runs no HTTP tasks here"),
 	INT("script-timeout-ms", "NODEFLOW_SCRIPT_TIMEOUT_MS", "4000", 10,
 	    600000, script_timeout_ms,
-	    "time limit of one INLINE script (longer: the task fails)"),
+	    "time limit of one INLINE script or JSON_JQ_TRANSFORM program "
+	    "(longer: the task fails)"),
 	STR("server", "NODEFLOW_SERVER", "http://127.0.0.1:8080", server,
 	    "the node-flow server the client commands talk to"),
 	STR("namespace", "NODEFLOW_NAMESPACE", "default", namespace_name,

@@ -9,7 +9,8 @@
  *               timeout reason; the server stays healthy and the next
  *               workflow completes.
  *   jq          a jq program that does not compile fails its task with
- *               jq's message in the reason and in the output's `error`.
+ *               jq's message in the reason and in the output's `error`; one
+ *               that never ends is halted at the time limit.
  *   http        the local server answers 500 then 200: the first attempt
  *               FAILED with the status in its reason, the retry (per the
  *               task definition) COMPLETED with the response (statusCode,
@@ -487,6 +488,19 @@ Test(jq, program_that_does_not_compile)
 	const char *wr = json_string_value(json_object_get(wf, "reason"));
 	cr_assert(wr && strstr(wr, "jq program does not compile"), "%s",
 		  last_body);
+	json_decref(wf);
+
+	/* A program that never ends is halted at the time limit. */
+	put_workflow("slowjq",
+		     json_pack("[{s:s,s:s,s:s,s:{s:s}}]", "name", "q",
+			       "taskReferenceName", "q", "type",
+			       "JSON_JQ_TRANSFORM", "inputParameters",
+			       "queryExpression", "last(range(1e15))"));
+	start_workflow("slowjq", json_object(), id);
+	wf = wait_ended(id, "FAILED");
+	cr_assert_str_eq(json_string_value(json_object_get(task_of(wf, "q", 0),
+							   "reason")),
+			 "jq program timed out after 4000 ms");
 	json_decref(wf);
 }
 
