@@ -4,6 +4,8 @@
 #include "engine/defcache.h"
 #include "engine/queue_signal.h"
 #include "engine/subflows.h"
+#include "engine/systasks.h"
+#include "engine/task_kind.h"
 #include "runtime/log.h"
 #include "runtime/metrics.h"
 #include "store/db.h"
@@ -25,6 +27,7 @@ struct decide_loop {
 	struct db *db;
 	struct metric *m_decisions;
 	struct metric *m_failures;
+	bool system_enqueued; /* this batch queued a system task */
 };
 
 static pthread_mutex_t loops_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -194,6 +197,12 @@ evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
 			json_t *q = json_object_get(row, "queueName");
 			if (q)
 				json_array_append(queues, q);
+			const char *type = json_string_value(
+				json_object_get(row, "taskType"));
+			const struct task_kind *k =
+				type ? task_kind_find(type) : NULL;
+			if (k && k->exec == TASK_EXEC_SYSTEM)
+				dl->system_enqueued = true;
 		}
 		metric_add(dl->m_decisions, 1);
 	}
@@ -265,6 +274,9 @@ tick(void *arg, struct arena *scratch, struct err *e)
 		ok = evaluate_one(dl, &b.items[i], defs[i].wf, queues, touched,
 				  e);
 	ok = ok && db_commit(dl->db, e);
+	if (ok && dl->system_enqueued) /* this process's runner looks now */
+		systasks_wake();
+	dl->system_enqueued = false;
 	if (!ok)
 		db_rollback(dl->db);
 	else if (json_array_size(queues)) {

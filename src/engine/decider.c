@@ -820,10 +820,12 @@ retry_or_fail(struct eval *ev, const struct wf_task *wt,
 	      const struct loaded_task *t)
 {
 	const struct task_def *td = task_def_of(ev, wt, t->task_def_name);
+	/* Operators are not retried; without a task definition (system tasks
+	 * need none) Conductor does not retry either. */
 	int retries = wt->kind->exec == TASK_EXEC_INLINE ? 0
 		      : wt->retry_count >= 0             ? wt->retry_count
 		      : td                               ? td->retry_count
-							 : 3;
+							 : 0;
 	size_t prefix = strlen(TIMEOUT_WF_REASON_PREFIX);
 	if (strcmp(t->status, "TIMED_OUT") == 0 && t->reason &&
 	    strncmp(t->reason, TIMEOUT_WF_REASON_PREFIX, prefix) == 0) {

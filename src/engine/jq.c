@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* `env` and `$ENV` would show the server's environment to any definition
  * author; a program is placed after these definitions, which also rule out
@@ -266,20 +267,118 @@ set_runtime_error(jv err, struct err *e)
 	jv_free(msg);
 }
 
-bool
-jq_eval(const char *program, const json_t *input, json_t **results,
-	struct err *e)
+/*
+ * The watchdog: one thread for the process, started on first use, halting
+ * the programs that ran past their deadline.  A run registers its state
+ * while it calls jq_next; the watchdog halts a state only while it is
+ * registered (under the lock the run unregisters with), so it never
+ * touches a state that is not running.
+ */
+struct jq_watch {
+	jq_state *jq;
+	struct timespec deadline; /* CLOCK_MONOTONIC */
+	bool fired;
+	struct jq_watch *next;
+};
+
+static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond;
+static pthread_once_t watch_once = PTHREAD_ONCE_INIT;
+static struct jq_watch *watches;
+
+static bool
+ts_before(const struct timespec *a, const struct timespec *b)
 {
-	*results = NULL;
-	if (!program) {
-		err_set(e, ERR_INVALID, "jq program is missing");
-		return false;
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static void *
+watchdog_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&watch_mu);
+	for (;;) {
+		struct timespec now, next = {0, 0};
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		bool any = false;
+		for (struct jq_watch *w = watches; w; w = w->next) {
+			if (w->fired)
+				continue;
+			if (!ts_before(&now, &w->deadline)) {
+				w->fired = true;
+				if (!jq_halted(w->jq))
+					jq_halt(w->jq, jv_number(1),
+						jv_string("timed out"));
+			} else if (!any || ts_before(&w->deadline, &next)) {
+				next = w->deadline;
+				any = true;
+			}
+		}
+		if (any)
+			pthread_cond_timedwait(&watch_cond, &watch_mu, &next);
+		else
+			pthread_cond_wait(&watch_cond, &watch_mu);
 	}
-	jq_state *jq = state_for(program, e);
-	if (!jq)
-		return false;
-	jq_start(jq, input ? to_jv(input) : jv_null(), 0);
-	json_t *all = json_array();
+	return NULL;
+}
+
+static void
+watchdog_init(void)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&watch_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t th;
+	if (pthread_create(&th, &attr, watchdog_main, NULL) != 0)
+		abort();
+	pthread_attr_destroy(&attr);
+}
+
+static void
+watch_add(struct jq_watch *w, jq_state *jq, int timeout_ms)
+{
+	pthread_once(&watch_once, watchdog_init);
+	clock_gettime(CLOCK_MONOTONIC, &w->deadline);
+	w->deadline.tv_sec += timeout_ms / 1000;
+	w->deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (w->deadline.tv_nsec >= 1000000000L) {
+		w->deadline.tv_sec++;
+		w->deadline.tv_nsec -= 1000000000L;
+	}
+	w->jq = jq;
+	w->fired = false;
+	pthread_mutex_lock(&watch_mu);
+	w->next = watches;
+	watches = w;
+	pthread_cond_signal(&watch_cond);
+	pthread_mutex_unlock(&watch_mu);
+}
+
+/* Unregisters w; whether the watchdog halted its run. */
+static bool
+watch_remove(struct jq_watch *w)
+{
+	pthread_mutex_lock(&watch_mu);
+	for (struct jq_watch **p = &watches; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	bool fired = w->fired;
+	pthread_mutex_unlock(&watch_mu);
+	return fired;
+}
+
+/* Collects every value of the started program into all. */
+static bool
+run(jq_state *jq, json_t *all, struct err *e)
+{
 	for (;;) {
 		jv r = jq_next(jq);
 		if (jv_is_valid(r)) {
@@ -289,7 +388,7 @@ jq_eval(const char *program, const json_t *input, json_t **results,
 					"jq program emitted more than %d "
 					"values",
 					JQ_MAX_RESULTS);
-				goto fail;
+				return false;
 			}
 			json_array_append_new(all, from_jv(r));
 			continue;
@@ -308,28 +407,55 @@ jq_eval(const char *program, const json_t *input, json_t **results,
 						? jv_string_value(msg)
 						: "with an error");
 				jv_free(msg);
-				goto fail;
+				return false;
 			}
-			break;
+			return true;
 		}
 		if (jv_invalid_has_msg(jv_copy(r))) {
 			set_runtime_error(r, e);
-			goto fail;
+			return false;
 		}
 		jv_free(r);
-		break;
+		return true;
 	}
-	*results = all;
-	return true;
-fail:
-	/* Leave the state ready for its next run. */
-	jq_start(jq, jv_null(), 0);
-	json_decref(all);
-	return false;
 }
 
 bool
-jq_transform(const json_t *params, json_t **out, struct err *e)
+jq_eval(const char *program, const json_t *input, int timeout_ms,
+	json_t **results, struct err *e)
+{
+	*results = NULL;
+	if (!program) {
+		err_set(e, ERR_INVALID, "jq program is missing");
+		return false;
+	}
+	if (timeout_ms <= 0)
+		timeout_ms = JQ_DEFAULT_TIMEOUT_MS;
+	jq_state *jq = state_for(program, e);
+	if (!jq)
+		return false;
+	jq_start(jq, input ? to_jv(input) : jv_null(), 0);
+	json_t *all = json_array();
+	struct jq_watch watch;
+	watch_add(&watch, jq, timeout_ms);
+	bool ok = run(jq, all, e);
+	if (watch_remove(&watch)) {
+		err_set(e, ERR_INVALID, "jq program timed out after %d ms",
+			timeout_ms);
+		ok = false;
+	}
+	if (!ok) {
+		/* Leave the state ready for its next run. */
+		jq_start(jq, jv_null(), 0);
+		json_decref(all);
+		return false;
+	}
+	*results = all;
+	return true;
+}
+
+bool
+jq_transform(const json_t *params, int timeout_ms, json_t **out, struct err *e)
 {
 	*out = NULL;
 	json_t *q = json_is_object(params)
@@ -344,7 +470,8 @@ jq_transform(const json_t *params, json_t **out, struct err *e)
 	} else {
 		json_t *input = json_deep_copy(params);
 		json_object_del(input, "queryExpression");
-		ok = jq_eval(json_string_value(q), input, &results, e);
+		ok = jq_eval(json_string_value(q), input, timeout_ms, &results,
+			     e);
 		json_decref(input);
 	}
 	if (!ok) {

@@ -6,7 +6,10 @@
  * programs (at most JQ_CACHE_MAX states, least recently used replaced),
  * never shared.  Programs see no environment: `env` and `$ENV` are empty
  * objects and modules cannot be imported; `input`/`inputs` find no input;
- * `debug` and `stderr` print nothing.
+ * `debug` and `stderr` print nothing.  A program runs at most timeout_ms:
+ * past it a watchdog thread halts it (jq 1.6 checks for a halt before each
+ * instruction) and it fails with "jq program timed out after N ms".  There
+ * is no memory limit beyond what the time limit bounds.
  *
  * Threads: any; states are per thread and freed when the thread exits.
  * Ownership: inputs are borrowed; results carry one reference owned by the
@@ -21,19 +24,21 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#define JQ_CACHE_MAX   32
-#define JQ_MAX_RESULTS 100000
+#define JQ_CACHE_MAX          32
+#define JQ_MAX_RESULTS        100000
+#define JQ_DEFAULT_TIMEOUT_MS 1000
 
 /* Runs program over input; *results is an array of every value it
- * emitted. */
-bool jq_eval(const char *program, const json_t *input, json_t **results,
-	     struct err *e);
+ * emitted.  timeout_ms <= 0 means JQ_DEFAULT_TIMEOUT_MS. */
+bool jq_eval(const char *program, const json_t *input, int timeout_ms,
+	     json_t **results, struct err *e);
 
 /* A JSON_JQ_TRANSFORM task: params are its inputParameters; the program is
  * `queryExpression`, the input is every other parameter.  *out is the
  * task output as Conductor shapes it: {result, resultList} (result is the
  * first value, null when there is none), or {error} on failure, when false
  * is returned and e holds the reason. */
-bool jq_transform(const json_t *params, json_t **out, struct err *e);
+bool jq_transform(const json_t *params, int timeout_ms, json_t **out,
+		  struct err *e);
 
 #endif

@@ -4,6 +4,8 @@
  */
 #include "engine/js.h"
 
+#include "util/strbuf.h"
+
 #include "duktape.h"
 
 #include <pthread.h>
@@ -262,6 +264,48 @@ heap_after_failure(struct js_tls *t)
 		heap_destroy(t);
 }
 
+/*
+ * Duktape keeps strings as CESU-8: a character beyond U+FFFF that a script
+ * built from a surrogate pair ("\ud83d\ude00") comes out as two 3-byte
+ * surrogate sequences, which is not UTF-8.  Pairs become their 4-byte
+ * character, a lone surrogate U+FFFD.  Everything else is copied.
+ */
+static unsigned
+surrogate_at(const unsigned char *p, const unsigned char *end)
+{
+	if (end - p < 3 || p[0] != 0xED || p[1] < 0xA0 || p[1] > 0xBF ||
+	    (p[2] & 0xC0) != 0x80)
+		return 0;
+	return 0xD000u | ((unsigned)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+}
+
+static void
+cesu_to_utf8(const char *text, size_t len, struct strbuf *out)
+{
+	const unsigned char *p = (const unsigned char *)text, *end = p + len;
+	while (p < end) {
+		unsigned hi = surrogate_at(p, end);
+		if (!hi) {
+			sb_putc(out, (char)*p++);
+			continue;
+		}
+		unsigned lo = surrogate_at(p + 3, end);
+		if (hi < 0xDC00 && lo >= 0xDC00) {
+			unsigned cp = 0x10000u + ((hi - 0xD800u) << 10) +
+				      (lo - 0xDC00u);
+			char u[4] = {(char)(0xF0 | (cp >> 18)),
+				     (char)(0x80 | ((cp >> 12) & 0x3F)),
+				     (char)(0x80 | ((cp >> 6) & 0x3F)),
+				     (char)(0x80 | (cp & 0x3F))};
+			sb_append(out, u, 4);
+			p += 6;
+		} else {
+			sb_puts(out, "\xEF\xBF\xBD");
+			p += 3;
+		}
+	}
+}
+
 bool
 js_eval(const char *script, const json_t *input, int timeout_ms, json_t **out,
 	struct err *e)
@@ -302,6 +346,12 @@ js_eval(const char *script, const json_t *input, int timeout_ms, json_t **out,
 	if (rc == DUK_EXEC_SUCCESS) {
 		duk_size_t len = 0;
 		const char *text = duk_get_lstring(ctx, -1, &len);
+		struct strbuf fixed = STRBUF_INIT;
+		if (text && memchr(text, 0xED, len)) {
+			cesu_to_utf8(text, len, &fixed);
+			text = sb_str(&fixed);
+			len = fixed.len;
+		}
 		json_error_t je;
 		json_t *v =
 			text ? json_loadb(text, len,
@@ -315,6 +365,7 @@ js_eval(const char *script, const json_t *input, int timeout_ms, json_t **out,
 				"the script's result is not valid JSON: %s",
 				text ? je.text : "no text");
 		}
+		sb_free(&fixed);
 	} else if (t->timed_out) {
 		err_set(e, ERR_INVALID, "script timed out after %d ms",
 			timeout_ms);

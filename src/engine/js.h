@@ -1,7 +1,7 @@
 /*
  * js — JavaScript evaluation for INLINE tasks and javascript evaluators, on
- * an embedded Duktape 2.7 (ES5: no arrow functions, no let/const, no
- * classes).
+ * an embedded Duktape 2.7 (ES5: no arrow functions, no let, no classes, no
+ * template literals).
  *
  * A script is a program: the value of its last expression statement is the
  * result, and if that value is a function it is called with no arguments,

@@ -8,10 +8,11 @@
 /*
  * Worker tasks (SIMPLE, and DYNAMIC whose name comes from its input), the
  * operators the decider evaluates itself, and the tasks that start
- * workflows or wait (subflows.h).  System tasks (HTTP, INLINE,
- * JSON_JQ_TRANSFORM…) join as rows when their
- * executors exist, so that a definition using one is refused until then
- * rather than accepted and left stuck.
+ * workflows or wait (subflows.h), and the system tasks the system-task
+ * runner runs in-process (systasks.h).  A type joins as a row when its
+ * executor exists, so that a definition using one is refused until then
+ * rather than accepted and left stuck.  Every TASK_EXEC_SYSTEM row must be
+ * a row of the runner's table too (systasks.c; a unit test checks).
  */
 static const struct task_kind kinds[] = {
 	{"SIMPLE", TASK_EXEC_WORKER, true, NEST_NONE, NULL, NULL, NULL, NULL,
@@ -52,6 +53,13 @@ static const struct task_kind kinds[] = {
 	 NULL, NULL, NULL},
 	{"EVENT", TASK_EXEC_INLINE, false, NEST_NONE, subflows_validate_event,
 	 subflows_kind_start, NULL, NULL, NULL},
+	/* System tasks, run by the system-task runner (systasks.h). */
+	{"HTTP", TASK_EXEC_SYSTEM, false, NEST_NONE, NULL, NULL, NULL, NULL,
+	 NULL},
+	{"INLINE", TASK_EXEC_SYSTEM, false, NEST_NONE, NULL, NULL, NULL, NULL,
+	 NULL},
+	{"JSON_JQ_TRANSFORM", TASK_EXEC_SYSTEM, false, NEST_NONE, NULL, NULL,
+	 NULL, NULL, NULL},
 };
 
 const struct task_kind *

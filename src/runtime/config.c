@@ -129,6 +129,21 @@ static const struct config_def defs[] = {
 	STR("conductor-namespace", "NODEFLOW_CONDUCTOR_NAMESPACE", "default",
 	    conductor_namespace,
 	    "the namespace the Conductor-compatible API (/api/...) works in"),
+	INT("system-task-threads", "NODEFLOW_SYSTEM_TASK_THREADS", "2", 0, 64,
+	    system_task_threads,
+	    "threads running INLINE and JSON_JQ_TRANSFORM tasks (scripts at "
+	    "once); 0 runs no system tasks of those types here"),
+	INT("system-tasks-interval-ms", "NODEFLOW_SYSTEM_TASKS_INTERVAL_MS",
+	    "100", 10, 60000, system_tasks_interval_ms,
+	    "how often an idle system-task runner looks for work (queued work "
+	    "wakes it at once)"),
+	INT("http-max-in-flight", "NODEFLOW_HTTP_MAX_IN_FLIGHT", "64", 0, 10000,
+	    http_max_in_flight,
+	    "HTTP tasks in flight at once; 0 runs no HTTP tasks here"),
+	INT("script-timeout-ms", "NODEFLOW_SCRIPT_TIMEOUT_MS", "4000", 10,
+	    600000, script_timeout_ms,
+	    "time limit of one INLINE script or JSON_JQ_TRANSFORM program "
+	    "(longer: the task fails)"),
 	STR("server", "NODEFLOW_SERVER", "http://127.0.0.1:8080", server,
 	    "the node-flow server the client commands talk to"),
 	STR("namespace", "NODEFLOW_NAMESPACE", "default", namespace_name,

@@ -53,6 +53,10 @@ struct config {
 	long retry_budget_per_minute;
 	long sweeper_interval_ms;
 	long timers_interval_ms;
+	long system_task_threads;
+	long system_tasks_interval_ms;
+	long http_max_in_flight;
+	long script_timeout_ms;
 	char *conductor_namespace; /* the namespace of /api/... */
 	char *server;              /* the client commands' node-flow URL */
 	char *namespace_name;      /* the client commands' namespace */

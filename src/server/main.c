@@ -22,6 +22,7 @@
 #include "engine/partitions.h"
 #include "engine/queue_signal.h"
 #include "engine/sweeper.h"
+#include "engine/systasks.h"
 #include "engine/timers.h"
 #include "engine/worker_polls.h"
 #include "http/app.h"
@@ -389,6 +390,7 @@ static void
 wake_all(void *arg)
 {
 	http_server_wake(arg, NULL);
+	systasks_wake();
 }
 
 static void
@@ -471,10 +473,18 @@ cmd_serve(struct command_line *cl)
 		for (long i = 0; i < cfg->decider_threads; i++)
 			decide_loop_start(&d);
 		sweeper = sweeper_start(cfg->database_url,
-					(int)cfg->sweeper_interval_ms,
-					http ? wake_all : NULL, http);
+					(int)cfg->sweeper_interval_ms, wake_all,
+					http);
 		timers = timers_start(cfg->database_url,
 				      (int)cfg->timers_interval_ms);
+		struct systasks_opts so = {
+			.database_url = cfg->database_url,
+			.threads = (int)cfg->system_task_threads,
+			.http_max_in_flight = (int)cfg->http_max_in_flight,
+			.interval_ms = (int)cfg->system_tasks_interval_ms,
+			.script_timeout_ms = (int)cfg->script_timeout_ms,
+		};
+		systasks_start(&so);
 	}
 
 	if (http) {
@@ -494,6 +504,7 @@ cmd_serve(struct command_line *cl)
 	log_info("server", "shutting down");
 	/* Loops that call into the HTTP server stop first. */
 	decide_loops_stop();
+	systasks_stop();
 	loop_stop(sweeper);
 	loop_stop(timers);
 	loop_stop(signals);

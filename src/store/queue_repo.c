@@ -12,6 +12,7 @@
 DB_STMT(queue_lease_stmt,
 	"WITH c AS (SELECT q.\"queueName\", q.\"id\" FROM \"TaskQueues\" q"
 	"   WHERE q.\"queueName\" = $1 AND q.\"leaseExpiresAt\" IS NULL"
+	"   AND q.\"taskType\" = 'SIMPLE'"
 	"   ORDER BY q.\"priority\" DESC, q.\"id\""
 	"   LIMIT $2::int FOR UPDATE SKIP LOCKED),"
 	" l AS (UPDATE \"TaskQueues\" q SET \"leaseExpiresAt\" = now() +"
@@ -44,6 +45,53 @@ queue_lease(struct db *db, const char *queue, const char *worker, int count,
 	snprintf(secs, sizeof(secs), "%.3f", lease_seconds);
 	const char *params[] = {queue, cnt, secs, worker};
 	PGresult *res = db_exec(db, &queue_lease_stmt, 4, params, e);
+	if (!res)
+		return false;
+	*json_out = xstrdup(PQgetvalue(res, 0, 0));
+	*n = (size_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
+	PQclear(res);
+	return true;
+}
+
+/* The system-task runner's lease: by type across every queue, over
+ * "TaskQueues_system_idx" (whose predicate the WHERE repeats). */
+DB_STMT(queue_lease_system_stmt,
+	"WITH c AS (SELECT q.\"queueName\", q.\"id\" FROM \"TaskQueues\" q"
+	"   WHERE q.\"taskType\" = $1 AND q.\"taskType\" <> 'SIMPLE'"
+	"   AND q.\"leaseExpiresAt\" IS NULL"
+	"   ORDER BY q.\"priority\" DESC, q.\"id\""
+	"   LIMIT $2::int FOR UPDATE SKIP LOCKED),"
+	" l AS (UPDATE \"TaskQueues\" q SET \"leaseExpiresAt\" = now() +"
+	"   make_interval(secs => $3::float8), \"leasedBy\" = $4,"
+	"   \"leaseCount\" = q.\"leaseCount\" + 1 FROM c"
+	"   WHERE q.\"queueName\" = c.\"queueName\" AND q.\"id\" = c.\"id\""
+	"   RETURNING q.\"queueName\", q.\"taskId\", q.\"workflowId\","
+	"   q.\"namespaceId\"),"
+	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'IN_PROGRESS',"
+	"   \"startedAt\" = coalesce(te.\"startedAt\", now()), \"workerId\" = $4,"
+	"   \"pollCount\" = te.\"pollCount\" + 1, \"updatedAt\" = now() FROM l"
+	"   WHERE te.\"workflowId\" = l.\"workflowId\" AND te.\"id\" = l.\"taskId\""
+	"   RETURNING te.\"id\", te.\"workflowId\", te.\"refName\","
+	"   te.\"taskDefName\", te.\"attempt\", te.\"input\", l.\"queueName\","
+	"   l.\"namespaceId\")," EVENTS_FROM(
+		"t", "'TASK_STARTED'",
+		"jsonb_build_object('workerId', $4::text)") " SELECT coalesce(jsonb_agg(jsonb_build_object('id', t.\"id\","
+							    " 'workflowId', t.\"workflowId\", 'namespaceId', t.\"namespaceId\","
+							    " 'queueName', t.\"queueName\", 'refName', t.\"refName\","
+							    " 'taskDefName', t.\"taskDefName\", 'attempt', t.\"attempt\","
+							    " 'input', t.\"input\") ORDER BY t.\"id\"), '[]')::text, count(*)"
+							    " FROM t");
+
+bool
+queue_lease_system(struct db *db, const char *task_type, const char *worker,
+		   int count, double lease_seconds, char **json_out, size_t *n,
+		   struct err *e)
+{
+	char cnt[16], secs[32];
+	snprintf(cnt, sizeof(cnt), "%d", count);
+	snprintf(secs, sizeof(secs), "%.3f", lease_seconds);
+	const char *params[] = {task_type, cnt, secs, worker};
+	PGresult *res = db_exec(db, &queue_lease_system_stmt, 4, params, e);
 	if (!res)
 		return false;
 	*json_out = xstrdup(PQgetvalue(res, 0, 0));
@@ -249,11 +297,8 @@ queue_sweep_expired(struct db *db, int limit, size_t *n, struct err *e)
 }
 
 struct db_stmt *const queue_repo_stmts[] = {
-	&queue_lease_stmt,
-	&queue_result_stmt,
-	&queue_heartbeat_stmt,
-	&queue_release_stmt,
-	&queue_sweep_deferred_stmt,
-	&queue_sweep_expired_stmt,
-	NULL,
+	&queue_lease_stmt,         &queue_lease_system_stmt,
+	&queue_result_stmt,        &queue_heartbeat_stmt,
+	&queue_release_stmt,       &queue_sweep_deferred_stmt,
+	&queue_sweep_expired_stmt, NULL,
 };

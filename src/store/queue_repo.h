@@ -37,13 +37,22 @@
 
 struct db;
 
-/* Leases up to count available tasks of queue to worker for
+/* Leases up to count available worker (SIMPLE) tasks of queue to worker for
  * lease_seconds; *json_out is a JSON array of the tasks (id, workflowId,
  * refName, taskDefName, iteration, attempt, input, leaseExpiresAt), *n
  * their number. */
 bool queue_lease(struct db *db, const char *queue, const char *worker,
 		 int count, double lease_seconds, char **json_out, size_t *n,
 		 struct err *e);
+
+/* Leases up to count available tasks of the system type task_type (never
+ * SIMPLE) from every queue, for the in-process runner; *json_out is a JSON
+ * array of the tasks (id, workflowId, namespaceId, queueName, refName,
+ * taskDefName, attempt, input).  Worker polls (queue_lease) only ever
+ * lease SIMPLE rows, so the two never take each other's work. */
+bool queue_lease_system(struct db *db, const char *task_type,
+			const char *worker, int count, double lease_seconds,
+			char **json_out, size_t *n, struct err *e);
 
 enum task_result_status {
 	RESULT_COMPLETED,

@@ -261,6 +261,12 @@ static const struct index_spec indexes[] = {
 	IDX("TaskQueues",
 	    "UNIQUE INDEX \"TaskQueues_task_idx\" ON ONLY public.\"TaskQueues\""
 	    " USING btree (\"queueName\", \"taskId\")"),
+	/* The system-task runner's dequeue path (migration 0004). */
+	IDX("TaskQueues",
+	    "INDEX \"TaskQueues_system_idx\" ON ONLY public.\"TaskQueues\""
+	    " USING btree (\"taskType\", priority DESC, id)"
+	    " WHERE ((\"leaseExpiresAt\" IS NULL) AND"
+	    " (\"taskType\" <> 'SIMPLE'::text))"),
 
 	IDX("DecideQueues",
 	    "UNIQUE INDEX \"DecideQueues_pkey\" ON public.\"DecideQueues\""

@@ -32,8 +32,8 @@ expect(const char *program, const char *input, const char *want)
 {
 	json_t *in = parse(input), *out = NULL;
 	struct err e = ERR_INIT;
-	cr_assert(jq_eval(program, in, &out, &e), "%s failed: %s", program,
-		  e.msg);
+	cr_assert(jq_eval(program, in, 30000, &out, &e), "%s failed: %s",
+		  program, e.msg);
 	char *got = dump(out);
 	cr_assert_str_eq(got, want, "%s: got %s", program, got);
 	free(got);
@@ -46,7 +46,8 @@ expect_fail(const char *program, const char *input)
 {
 	json_t *in = parse(input), *out = NULL;
 	struct err e = ERR_INIT;
-	cr_assert_not(jq_eval(program, in, &out, &e), "%s succeeded", program);
+	cr_assert_not(jq_eval(program, in, 30000, &out, &e), "%s succeeded",
+		      program);
 	cr_assert_null(out);
 	cr_assert_eq(e.code, ERR_INVALID);
 	json_decref(in);
@@ -86,6 +87,24 @@ Test(jq, errors_carry_jq_messages)
 	expect("error(\"mine\")?", "{}", "[]");
 }
 
+Test(jq, an_endless_program_times_out)
+{
+	const char *progs[] = {"def f: f; f", "last(repeat(.))",
+			       "last(range(1e15))", "[range(1e12)] | length"};
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		json_t *in = json_object(), *out = NULL;
+		struct err e = ERR_INIT;
+		cr_assert_not(jq_eval(progs[i], in, 200, &out, &e), "%s",
+			      progs[i]);
+		cr_assert_str_eq(e.msg, "jq program timed out after 200 ms",
+				 "%s: %s", progs[i], e.msg);
+		json_decref(in);
+		/* The same state runs again, to its end. */
+		expect(".a + 1", "{\"a\": 1}", "[2]");
+	}
+	expect("[limit(3; repeat(1))]", "{}", "[[1,1,1]]");
+}
+
 Test(jq, no_environment_and_no_modules)
 {
 	expect("env | length", "{}", "[0]");
@@ -100,7 +119,7 @@ Test(jq, transform_output_shape)
 		parse("{\"queryExpression\": \".a[]\", \"a\": [1, 2]}");
 	json_t *out = NULL;
 	struct err e = ERR_INIT;
-	cr_assert(jq_transform(params, &out, &e), "%s", e.msg);
+	cr_assert(jq_transform(params, 30000, &out, &e), "%s", e.msg);
 	char *got = dump(out);
 	cr_assert_str_eq(got, "{\"result\":1,\"resultList\":[1,2]}");
 	free(got);
@@ -108,7 +127,7 @@ Test(jq, transform_output_shape)
 	json_decref(params);
 
 	params = parse("{\"queryExpression\": \"empty\"}");
-	cr_assert(jq_transform(params, &out, &e), "%s", e.msg);
+	cr_assert(jq_transform(params, 30000, &out, &e), "%s", e.msg);
 	got = dump(out);
 	cr_assert_str_eq(got, "{\"result\":null,\"resultList\":[]}");
 	free(got);
@@ -116,7 +135,7 @@ Test(jq, transform_output_shape)
 	json_decref(params);
 
 	params = parse("{\"queryExpression\": \"{\"}");
-	cr_assert_not(jq_transform(params, &out, &e));
+	cr_assert_not(jq_transform(params, 30000, &out, &e));
 	cr_assert(json_is_string(json_object_get(out, "error")));
 	cr_assert_str_eq(json_string_value(json_object_get(out, "error")),
 			 e.msg);
@@ -124,7 +143,7 @@ Test(jq, transform_output_shape)
 	json_decref(params);
 
 	params = parse("{\"a\": 1}");
-	cr_assert_not(jq_transform(params, &out, &e));
+	cr_assert_not(jq_transform(params, 30000, &out, &e));
 	cr_assert(strstr(e.msg, "queryExpression"), "%s", e.msg);
 	json_decref(out);
 	json_decref(params);
@@ -152,7 +171,7 @@ thread_main(void *arg)
 		const char *prog = i % 7 == 3   ? ".id | tostring | error"
 				   : i % 5 == 1 ? "{v: (.id * 1000 + .i)} | ."
 						: "{v: (.id * 1000 + .i)}";
-		bool ok = jq_eval(prog, in, &out, &e);
+		bool ok = jq_eval(prog, in, 30000, &out, &e);
 		if (i % 7 == 3) {
 			char want[32];
 			snprintf(want, sizeof want, "jq error: %d", id);

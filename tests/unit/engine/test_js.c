@@ -84,6 +84,10 @@ Test(js, results_convert_to_json)
 	expect("1.5", "{}", "1.5");
 	expect("'a\\u0000b'", "{}", "\"a\\u0000b\"");
 	expect("[true, false, 'x']", "{}", "[true,false,\"x\"]");
+	/* Surrogate pairs made by a script become UTF-8; a lone one U+FFFD. */
+	expect("'a\\ud83d\\ude00b'", "{}", "\"a😀b\"");
+	expect("({k: '\\ud83d'})", "{}", "{\"k\":\"\uFFFD\"}");
+	expect("$.s.charAt(0) + '\\u00e9'", "{\"s\":\"xyz\"}", "\"xé\"");
 }
 
 Test(js, thrown_errors_give_their_message)

@@ -1,0 +1,1 @@
+DROP INDEX "TaskQueues_system_idx";
