@@ -1072,7 +1072,7 @@ decide(const struct decider_input *in, struct decision *d)
 		    latest(&ev, t->ref) == t)
 			run_scheduled(&ev, wt, t);
 	}
-	if (x->version == 0 && x->n_tasks == 0 && in->def->tasks.n > 0)
+	if (in->def->tasks.n > 0 && !latest(&ev, in->def->tasks.items[0].ref))
 		schedule(&ev, &in->def->tasks.items[0], 0, 0, 0, false);
 	for (size_t i = 0; i < ev.n_todo; i++) {
 		if (i >= ev.n_loaded_todo && ++ev.steps > MAX_INLINE_STEPS)
@@ -1232,7 +1232,12 @@ decider_refs_to_load(const struct wf_def *def)
 	collect_list(set, &def->tasks);
 	for (size_t k = 0; k < def->n_refs_used; k++)
 		add_ref(set, def->refs_used[k]);
-	if (def->tasks.n)
+	if (def->tasks.n) {
+		/* The first task: whether it was ever scheduled is whether the
+		 * workflow has started (a pause before the first evaluation
+		 * must not make it look started). */
+		add_ref(set, def->tasks.items[0].ref);
 		add_ref(set, def->tasks.items[def->tasks.n - 1].ref);
+	}
 	return set;
 }

@@ -85,9 +85,11 @@ void decision_free(struct decision *d);
  * retry logic, in seconds, capped by maxRetryDelaySeconds. */
 int decider_retry_delay(const struct task_def *d, int retry);
 
-/* Every task reference the definition's expressions read, plus the last
- * top-level task (its output is the default workflow output): what an
- * evaluation must load besides the frontier.  A new JSON array. */
+/* Every task reference the definition's expressions read, plus the first
+ * top-level task (a workflow whose first task has no row has not started:
+ * the decider schedules it) and the last (its output is the default
+ * workflow output): what an evaluation must load besides the frontier.  A
+ * new JSON array. */
 json_t *decider_refs_to_load(const struct wf_def *def);
 
 #endif

@@ -184,9 +184,9 @@ DB_STMT(action_skip_stmt,
 
 /*
  * An ended workflow runs again from its first task, under the same id: its
- * tasks are removed (the history keeps every event of them) and the
- * version goes back to 0, which is what tells the decider "never
- * evaluated".  The events go on numbering where they were.
+ * tasks are removed (the history keeps every event of them), which is
+ * what tells the decider "not started": it schedules the first task when
+ * that task has no row.  The events go on numbering where they were.
  */
 DB_STMT(action_restart_stmt,
 	"WITH cur AS (SELECT e.\"id\", e.\"status\" FROM \"WorkflowExecutions\" e"

@@ -192,6 +192,29 @@ Test(actions, pause_resume_terminate)
 	assert_gap_free();
 }
 
+/* A pause that lands before the first evaluation: after resume the first
+ * task is still scheduled (the pause bumped the version; what says "not
+ * started" is that the first task has no row).  The API-only server runs
+ * no decider, so the pause is certain to come first. */
+Test(actions, paused_before_its_first_evaluation_starts_on_resume)
+{
+	th_server_stop(&srv);
+	static const char *const api_only[] = {"--roles", "api", NULL};
+	th_server_start(&srv, db.url, api_only);
+	define_two_tasks();
+	start();
+	json_decref(action("pause", NULL, 200));
+	json_decref(action("resume", NULL, 200));
+	cr_assert_not(has_a_task(NULL));
+	th_server_stop(&srv);
+	th_server_start(&srv, db.url, NULL);
+	cr_assert(th_wait_until(10000, has_a_task, NULL),
+		  "the first task was never scheduled after resume");
+	cr_assert_eq(drain(), 2);
+	cr_assert(is_status("COMPLETED"));
+	assert_gap_free();
+}
+
 Test(actions, skip_moves_past_an_open_task)
 {
 	define_two_tasks();
