@@ -781,6 +781,7 @@ parse_task(struct parser *p, const json_t *doc, struct wf_task *t)
 	if (t->kind && t->kind->exec == TASK_EXEC_SYSTEM)
 		check_system_inputs(t, errs);
 	get_bool(doc, t->path, "optional", &t->optional, errs);
+	get_bool(doc, t->path, "asyncComplete", &t->async_complete, errs);
 	get_int32(doc, t->path, "startDelay", 0, &t->start_delay_seconds, errs);
 	get_int32(doc, t->path, "retryCount", 0, &t->retry_count, errs);
 	const json_t *inline_doc = member(doc, "taskDefinition");

@@ -70,6 +70,9 @@ struct wf_task {
 	char *path; /* JSON path of this task in the definition, for errors */
 	json_t *input_parameters; /* object; {} when absent */
 	bool optional;
+	/* asyncComplete: a system task that has done its work stays
+	 * IN_PROGRESS until completed or failed through the API. */
+	bool async_complete;
 	int start_delay_seconds;
 	int retry_count;             /* -1: the task definition's */
 	struct task_def *inline_def; /* from `taskDefinition`, or NULL */

@@ -663,7 +663,10 @@ schedule_event(const struct wf_task *wt, const struct loaded_execution *x,
 			    json_pack("{s:s,s:o}", "sink", sb_str(&produced),
 				      "payload", payload));
 	sb_free(&produced);
-	json_object_set_new(row, "status", json_string("COMPLETED"));
+	/* asyncComplete: published, then open until the API completes it. */
+	json_object_set_new(
+		row, "status",
+		json_string(wt->async_complete ? "IN_PROGRESS" : "COMPLETED"));
 	json_object_set_new(row, "output", output);
 	json_decref(sink);
 }

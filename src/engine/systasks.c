@@ -166,6 +166,17 @@ finish_task(struct runner *r, const char *queue, const char *task_id, bool ok,
 	char why[REASON_MAX + 1];
 	if (reason)
 		snprintf(why, sizeof(why), "%s", reason);
+	bool parked = false;
+	if (ok &&
+	    !queue_park(r->db, queue, task_id, r->worker, text, &parked, e)) {
+		free(text);
+		return false;
+	}
+	if (parked) { /* asyncComplete: open until the API completes it */
+		free(text);
+		metric_add(m_done, 1);
+		return true;
+	}
 	bool done = queue_result(r->db, queue, task_id, r->worker,
 				 ok ? RESULT_COMPLETED : RESULT_FAILED, text,
 				 ok       ? NULL

@@ -1,10 +1,12 @@
 #include "http/conductor_tasks.h"
 
+#include "engine/decide_loop.h"
 #include "engine/dsl.h"
 #include "engine/workers.h"
 #include "http/conductor.h"
 #include "http/fields.h"
 #include "store/conductor_repo.h"
+#include "store/subflows_repo.h"
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
@@ -269,6 +271,32 @@ apply_result(struct cond_call *c, struct http_response *res,
 	/* Conductor ignores an update of a finished task. */
 	if (task_finished(loc->status))
 		return true;
+	if (!loc->queued && r->status != ST_IN_PROGRESS) {
+		/* A gate: a task declared asyncComplete (or a WAIT or HUMAN)
+		 * whose work is done, open until completed here. */
+		const char *st = r->status == ST_COMPLETED ? "COMPLETED"
+				 : r->status == ST_FAILED
+					 ? "FAILED"
+					 : "FAILED_WITH_TERMINAL_ERROR";
+		char *out = r->output ? json_db_text(r->output) : NULL;
+		const char *reason = r->status == ST_COMPLETED ? NULL
+				     : r->reason               ? r->reason
+						 : "failed through the API";
+		bool ok = subflows_complete_gate(
+			c->db, c->ns_id, loc->workflow_id, loc->ref_name, st,
+			out, reason, &e);
+		free(out);
+		if (ok) {
+			decide_loop_wake_all();
+			/* not a worker's: update-v2 hands out nothing */
+			return true;
+		}
+		if (e.code != ERR_CONFLICT) {
+			cond_error(res, &e);
+			return false;
+		}
+		err_clear(&e);
+	}
 	if (!loc->queued) {
 		cond_fail(res, ERR_CONFLICT,
 			  "task %s (%.120s) is not waiting for a worker's "

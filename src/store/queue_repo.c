@@ -171,6 +171,37 @@ queue_result_as(struct db *db, const char *queue, const char *task_id,
 	return updated;
 }
 
+DB_STMT(queue_park_stmt,
+	"WITH l AS (SELECT q.\"workflowId\" FROM \"TaskQueues\" q"
+	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = $2::uuid"
+	"   AND q.\"leasedBy\" = $3 FOR UPDATE),"
+	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'IN_PROGRESS',"
+	"   \"output\" = $4::jsonb, \"updatedAt\" = now() FROM l"
+	"   WHERE te.\"workflowId\" = l.\"workflowId\" AND te.\"id\" = $2::uuid"
+	"   AND te.\"status\" IN ('SCHEDULED', 'IN_PROGRESS')"
+	"   AND EXISTS (SELECT 1 FROM \"WorkflowExecutions\" e"
+	"   WHERE e.\"id\" = l.\"workflowId\" AND " SQL_EXEC_WINDOW("e", "l.\"workflowId\"") " AND " SQL_ASYNC_COMPLETE(
+		"e",
+		"te.\"refName\"") ")"
+				  "   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\"),"
+				  " q AS (DELETE FROM \"TaskQueues\" q USING t"
+				  "   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = t.\"id\")," EVENTS_FROM(
+					  "t", "'TASK_AWAITING_COMPLETION'",
+					  "jsonb_build_object('workerId', $3::text)") " SELECT count(*) FROM t");
+
+bool
+queue_park(struct db *db, const char *queue, const char *task_id,
+	   const char *worker, const char *output, bool *parked, struct err *e)
+{
+	const char *params[] = {queue, task_id, worker, output};
+	PGresult *res = db_exec(db, &queue_park_stmt, 4, params, e);
+	if (!res)
+		return false;
+	*parked = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
+	PQclear(res);
+	return true;
+}
+
 DB_STMT(queue_heartbeat_stmt,
 	"UPDATE \"TaskQueues\" SET \"leaseExpiresAt\" = now() +"
 	" make_interval(secs => $4::float8)"
@@ -297,8 +328,13 @@ queue_sweep_expired(struct db *db, int limit, size_t *n, struct err *e)
 }
 
 struct db_stmt *const queue_repo_stmts[] = {
-	&queue_lease_stmt,         &queue_lease_system_stmt,
-	&queue_result_stmt,        &queue_heartbeat_stmt,
-	&queue_release_stmt,       &queue_sweep_deferred_stmt,
-	&queue_sweep_expired_stmt, NULL,
+	&queue_lease_stmt,
+	&queue_lease_system_stmt,
+	&queue_result_stmt,
+	&queue_heartbeat_stmt,
+	&queue_release_stmt,
+	&queue_sweep_deferred_stmt,
+	&queue_sweep_expired_stmt,
+	&queue_park_stmt,
+	NULL,
 };

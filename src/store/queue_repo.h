@@ -75,6 +75,16 @@ bool queue_result_as(struct db *db, const char *queue, const char *task_id,
 		     enum task_result_status status, const char *output,
 		     const char *reason, struct err *e);
 
+/* A system task declared asyncComplete that has done its work: records its
+ * output and leaves it IN_PROGRESS with its queue row gone (nothing leases
+ * it again, no lease runs out) until the API completes or fails it.
+ * *parked is false, and nothing changes, when the task is not declared
+ * asyncComplete in its workflow's definition or the lease is not
+ * worker's: the caller then records an ordinary result. */
+bool queue_park(struct db *db, const char *queue, const char *task_id,
+		const char *worker, const char *output, bool *parked,
+		struct err *e);
+
 /* Renews the lease for lease_seconds from now; ERR_CONFLICT when lost.
  * *expires_out (may be NULL) gets the new expiry as text (free). */
 bool queue_heartbeat(struct db *db, const char *queue, const char *task_id,

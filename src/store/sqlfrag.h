@@ -26,6 +26,20 @@
 	alias ".\"at\" >= uuid_extract_timestamp(" idexpr \
 	      ") - interval '1 hour'"
 
+/*
+ * Whether task reference `ref` (an SQL expression) is declared
+ * "asyncComplete": true anywhere in the definition execution `e` (an alias
+ * of "WorkflowExecutions") runs: its snapshot, or the registered version.
+ */
+#define SQL_ASYNC_COMPLETE(e, ref)                                          \
+	"coalesce(jsonb_path_exists(coalesce(" e ".\"definition\","         \
+	" (SELECT wd.\"definition\" FROM \"WorkflowDefinitions\" wd"        \
+	" WHERE wd.\"namespaceId\" = " e                                    \
+	".\"namespaceId\" AND wd.\"name\" = " e                             \
+	".\"defName\" AND wd.\"version\" = " e ".\"defVersion\")),"         \
+	" '$.** ? (@.taskReferenceName == $r && @.asyncComplete == true)'," \
+	" jsonb_build_object('r', " ref ")), false)"
+
 /* Statuses after which a task never changes again. */
 #define SQL_TASK_TERMINAL                                   \
 	"('COMPLETED', 'COMPLETED_WITH_ERRORS', 'FAILED', " \

@@ -340,30 +340,40 @@ subflows_tree_rows(struct db *db, const char *ns_id, const char *id,
  * tells the cases apart.
  */
 DB_STMT(subflows_gate_stmt,
-	"WITH cur AS (SELECT e.\"id\", e.\"status\" FROM \"WorkflowExecutions\" e"
+	"WITH cur AS (SELECT e.\"id\", e.\"status\", e.\"namespaceId\","
+	"   e.\"defName\", e.\"defVersion\", e.\"definition\""
+	"   FROM \"WorkflowExecutions\" e"
 	"   WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
 		"e",
 		"$2::uuid") "),"
-			    " tk AS (SELECT te.\"id\", te.\"taskType\", te.\"status\""
-			    "   FROM \"TaskExecutions\" te WHERE te.\"workflowId\" = $2::uuid"
-			    "   AND te.\"refName\" = $3 AND EXISTS (SELECT 1 FROM cur)"
-			    "   ORDER BY te.\"iteration\" DESC, te.\"attempt\" DESC LIMIT 1),"
-			    " t AS (UPDATE \"TaskExecutions\" te SET \"status\" = $4,"
-			    "   \"output\" = coalesce($5::jsonb, te.\"output\"),"
-			    "   \"reasonForIncompletion\" = $6,"
-			    "   \"startedAt\" = coalesce(te.\"startedAt\", now()),"
-			    "   \"endedAt\" = now(), \"updatedAt\" = now() FROM tk"
-			    "   WHERE te.\"workflowId\" = $2::uuid AND te.\"id\" = tk.\"id\""
-			    "   AND te.\"taskType\" IN ('WAIT', 'HUMAN')"
-			    "   AND te.\"status\" IN ('SCHEDULED', 'IN_PROGRESS')"
-			    "   AND EXISTS (SELECT 1 FROM cur WHERE cur.\"status\" IN"
-			    "   ('RUNNING', 'PAUSED'))"
-			    "   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\","
-			    "   te.\"status\", te.\"reasonForIncompletion\")," ENQUEUE_FROM("t", "'gate'") " td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
-				    "td", "'TASK_' || s.\"status\"",
-				    "jsonb_strip_nulls(jsonb_build_object('reason',"
-				    " s.\"reasonForIncompletion\", 'by', 'api'))") " SELECT (SELECT \"status\" FROM cur), (SELECT \"taskType\" FROM tk),"
-										   " (SELECT \"status\" FROM tk), (SELECT count(*) FROM t)");
+			    " tk AS (SELECT te.\"id\", te.\"taskType\", te.\"status\","
+			    "   (te.\"taskType\" IN ('WAIT', 'HUMAN') OR (SELECT " SQL_ASYNC_COMPLETE(
+				    "c",
+				    "te.\"refName\"") " FROM cur c)) AS gate"
+						      "   FROM \"TaskExecutions\" te WHERE te.\"workflowId\" = $2::uuid"
+						      "   AND te.\"refName\" = $3 AND EXISTS (SELECT 1 FROM cur)"
+						      "   ORDER BY te.\"iteration\" DESC, te.\"attempt\" DESC LIMIT 1),"
+						      " t AS (UPDATE \"TaskExecutions\" te SET \"status\" = $4,"
+						      "   \"output\" = CASE WHEN $5::jsonb IS NULL THEN te.\"output\""
+						      "   WHEN jsonb_typeof(te.\"output\") = 'object' AND"
+						      "   jsonb_typeof($5::jsonb) = 'object'"
+						      "   THEN te.\"output\" || $5::jsonb ELSE $5::jsonb END,"
+						      "   \"reasonForIncompletion\" = $6,"
+						      "   \"startedAt\" = coalesce(te.\"startedAt\", now()),"
+						      "   \"endedAt\" = now(), \"updatedAt\" = now() FROM tk"
+						      "   WHERE te.\"workflowId\" = $2::uuid AND te.\"id\" = tk.\"id\""
+						      "   AND tk.\"gate\""
+						      "   AND te.\"status\" IN ('SCHEDULED', 'IN_PROGRESS')"
+						      "   AND EXISTS (SELECT 1 FROM cur WHERE cur.\"status\" IN"
+						      "   ('RUNNING', 'PAUSED'))"
+						      "   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\","
+						      "   te.\"status\", te.\"reasonForIncompletion\")," ENQUEUE_FROM("t", "'gate'") " td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+							      "td",
+							      "'TASK_' || s.\"status\"",
+							      "jsonb_strip_nulls(jsonb_build_object('reason',"
+							      " s.\"reasonForIncompletion\", 'by', 'api'))") " SELECT (SELECT \"status\" FROM cur), (SELECT \"taskType\" FROM tk),"
+													     " (SELECT \"status\" FROM tk), (SELECT count(*) FROM t),"
+													     " (SELECT \"gate\" FROM tk)");
 
 bool
 subflows_complete_gate(struct db *db, const char *ns_id, const char *id,
@@ -380,11 +390,10 @@ subflows_complete_gate(struct db *db, const char *ns_id, const char *id,
 	else if (PQgetisnull(res, 0, 1))
 		err_set(e, ERR_NOT_FOUND, "workflow %s has no task %.200s", id,
 			ref);
-	else if (strcmp(PQgetvalue(res, 0, 1), "WAIT") != 0 &&
-		 strcmp(PQgetvalue(res, 0, 1), "HUMAN") != 0)
+	else if (strcmp(PQgetvalue(res, 0, 4), "t") != 0)
 		err_set(e, ERR_CONFLICT,
 			"task %.200s is a %s task: only WAIT and HUMAN tasks "
-			"are completed here",
+			"and tasks declared asyncComplete are completed here",
 			ref, PQgetvalue(res, 0, 1));
 	else if (strcmp(PQgetvalue(res, 0, 3), "0") == 0)
 		err_set(e, ERR_CONFLICT,

@@ -106,8 +106,10 @@ bool subflows_tree_rows(struct db *db, const char *ns_id, const char *id,
 
 /*
  * Completes (status COMPLETED, FAILED or FAILED_WITH_TERMINAL_ERROR) the
- * open attempt of gated task `ref` (WAIT or HUMAN) of workflow id, and
- * enqueues the workflow's evaluation.  ERR_NOT_FOUND: no such workflow or
+ * open attempt of gated task `ref` (WAIT or HUMAN, or any task its
+ * definition declares asyncComplete) of workflow id, and enqueues the
+ * workflow's evaluation.  output (may be NULL) is merged over the output
+ * the task has.  ERR_NOT_FOUND: no such workflow or
  * task; ERR_CONFLICT: the task is of another type, or not open, or the
  * workflow has ended.
  */

@@ -121,6 +121,7 @@ TestSuite(validation, .fini = cleanup);
 TestSuite(example, .fini = cleanup);
 TestSuite(refused, .fini = cleanup);
 TestSuite(inflight, .fini = cleanup);
+TestSuite(async, .fini = cleanup);
 
 /* ---------------------------------------------------------- HTTP helpers */
 
@@ -634,6 +635,123 @@ Test(validation, required_inputs)
 			  last_body);
 		json_decref(v);
 	}
+}
+
+/* ------------------------------------------------------- asyncComplete */
+
+struct open_probe {
+	const char *id;
+	const char *ref;
+	json_t *task; /* the open task with an output, once seen */
+};
+
+static bool
+open_with_output(void *arg)
+{
+	struct open_probe *p = arg;
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s", p->id);
+	json_t *wf = call("GET", path, NULL, 200);
+	size_t i;
+	json_t *t;
+	json_array_foreach (json_object_get(wf, "tasks"), i, t) {
+		const char *st =
+			json_string_value(json_object_get(t, "status"));
+		if (strcmp(json_string_value(json_object_get(t, "refName")),
+			   p->ref) == 0 &&
+		    strcmp(st, "IN_PROGRESS") == 0 &&
+		    json_object_size(json_object_get(t, "output")) > 0) {
+			p->task = json_incref(t);
+			break;
+		}
+	}
+	json_decref(wf);
+	return p->task != NULL;
+}
+
+Test(async, http_stays_open_until_completed_through_the_api)
+{
+	static char a200[512];
+	const char *answers[] = {
+		answer(a200, sizeof(a200), "200 OK", "application/json",
+		       "{\"accepted\":true}"),
+	};
+	stub_start(answers, 1);
+	start(NULL);
+	char uri[128];
+	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/submit", stub.port);
+	put_workflow("submit",
+		     json_pack("[{s:s,s:s,s:s,s:b,s:{s:{s:s,s:s,s:i,s:i}}},"
+			       " {s:s,s:s,s:s,s:{s:s,s:s,s:s}}]",
+			       "name", "submit_job", "taskReferenceName",
+			       "submit", "type", "HTTP", "asyncComplete", 1,
+			       "inputParameters", "http_request", "uri", uri,
+			       "method", "GET", "connectionTimeOut", 5000,
+			       "readTimeOut", 10000, "name", "after",
+			       "taskReferenceName", "after", "type", "INLINE",
+			       "inputParameters", "evaluatorType", "javascript",
+			       "expression", "$.v", "v",
+			       "${submit.output.jobId}"));
+	char id[37];
+	start_workflow("submit", json_object(), id);
+	struct open_probe p = {id, "submit", NULL};
+	bool ok = th_wait_until(WAIT_MS, open_with_output, &p);
+	pthread_mutex_lock(&log_mu);
+	cr_assert(ok, "task submit never waited with its response; log:\n%s",
+		  server_log);
+	pthread_mutex_unlock(&log_mu);
+	json_t *resp =
+		json_object_get(json_object_get(p.task, "output"), "response");
+	cr_assert_eq(json_integer_value(json_object_get(resp, "statusCode")),
+		     200, "%s", last_body);
+	json_decref(p.task);
+	cr_assert_eq(atomic_load(&stub.requests), 1);
+
+	/* Still open: the workflow waits on it. */
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s", id);
+	json_t *wf = call("GET", path, NULL, 200);
+	cr_assert_str_eq(json_string_value(json_object_get(wf, "status")),
+			 "RUNNING");
+	json_decref(wf);
+
+	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/submit/complete",
+		 id);
+	json_decref(callj("POST", path, 200,
+			  json_pack("{s:{s:s}}", "output", "jobId", "j-42")));
+	wf = wait_ended(id, "COMPLETED");
+	json_t *t = task_of(wf, "submit", 0);
+	cr_assert_str_eq(json_string_value(json_object_get(t, "status")),
+			 "COMPLETED");
+	/* The given output merged over the response. */
+	json_t *out = json_object_get(t, "output");
+	cr_assert_str_eq(json_string_value(json_object_get(out, "jobId")),
+			 "j-42");
+	cr_assert_not_null(json_object_get(out, "response"), "%s", last_body);
+	expect_json(json_object_get(task_of(wf, "after", 0), "output"),
+		    "{\"result\":\"j-42\"}");
+	json_decref(wf);
+	cr_assert_eq(atomic_load(&stub.requests), 1);
+
+	/* A task not declared asyncComplete is no gate. */
+	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/after/complete",
+		 id);
+	json_decref(call("POST", path, "{}", 409));
+	cr_assert(strstr(last_body, "asyncComplete"), "%s", last_body);
+}
+
+Test(async, a_non_boolean_is_refused)
+{
+	start(NULL);
+	json_decref(call("POST", NS "/workflow-definitions",
+			 "{\"name\":\"ab\",\"tasks\":[{\"name\":\"a\","
+			 "\"taskReferenceName\":\"a\",\"type\":\"INLINE\","
+			 "\"asyncComplete\":\"yes\",\"inputParameters\":{"
+			 "\"evaluatorType\":\"javascript\","
+			 "\"expression\":\"1\"}}]}",
+			 400));
+	cr_assert(strstr(last_body, "$.tasks[0].asyncComplete"), "%s",
+		  last_body);
 }
 
 static json_t *
