@@ -22,6 +22,9 @@
  *   wait            WAIT by duration completes through its timer; WAIT and
  *                   HUMAN without one complete (or fail) through the API.
  *   event           EVENT writes its outbox row and completes.
+ *   event_async     EVENT with asyncComplete writes its outbox row and
+ *                   stays IN_PROGRESS until Conductor's task update
+ *                   completes it (by reference) or fails it (by id).
  *   validation      registration errors at their JSON paths.
  *   with_operators  children in parallel fork branches joined; an optional
  *                   child that fails (COMPLETED_WITH_ERRORS) lets the
@@ -677,6 +680,57 @@ Test(subflows, event)
 	json_t *out = json_object_get(task_of(v, "e"), "output");
 	cr_assert_str_eq(str(out, "event_produced"), "kafka:orders");
 	cr_assert_eq(json_integer_value(json_object_get(out, "orderId")), 99);
+	json_decref(v);
+}
+
+Test(subflows, event_async)
+{
+	define("{\"name\":\"ask\",\"tasks\":[{\"name\":\"emit\","
+	       "\"taskReferenceName\":\"e\",\"type\":\"EVENT\","
+	       "\"asyncComplete\":true,\"sink\":\"kafka:asks\","
+	       "\"inputParameters\":{\"q\":\"${workflow.input.q}\"}}]}");
+	char id[37];
+	start("{\"name\":\"ask\",\"input\":{\"q\":\"why\"}}", id);
+	wait_task(id, "e", "IN_PROGRESS");
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"OutboxEvents\" WHERE"
+			     " \"workflowId\" = $1::uuid AND \"sink\" ="
+			     " 'kafka:asks' AND \"payload\"->>'q' = 'why'",
+			     id),
+		     1);
+	json_t *v = get(id);
+	cr_assert_str_eq(str(v, "status"), "RUNNING");
+	cr_assert_str_eq(str(json_object_get(task_of(v, "e"), "output"),
+			     "event_produced"),
+			 "kafka:asks");
+	json_decref(v);
+
+	/* Completed by reference: the body merged over its output. */
+	char path[256];
+	snprintf(path, sizeof(path), "/api/tasks/%s/e/COMPLETED", id);
+	json_decref(call("POST", path, "{\"answer\":42}", 200));
+	wait_status(id, "COMPLETED");
+	v = get(id);
+	json_t *out = json_object_get(task_of(v, "e"), "output");
+	cr_assert_eq(json_integer_value(json_object_get(out, "answer")), 42,
+		     "%s", last_body);
+	cr_assert_str_eq(str(out, "event_produced"), "kafka:asks");
+	json_decref(v);
+	json_decref(call("POST", path, "{}", 200)); /* finished: ignored */
+
+	/* Failed by id through a TaskResult. */
+	start("{\"name\":\"ask\",\"input\":{\"q\":\"who\"}}", id);
+	wait_task(id, "e", "IN_PROGRESS");
+	v = get(id);
+	char body[512];
+	snprintf(body, sizeof(body),
+		 "{\"taskId\":\"%s\",\"workflowInstanceId\":\"%s\","
+		 "\"status\":\"FAILED\",\"reasonForIncompletion\":\"nobody\"}",
+		 str(task_of(v, "e"), "id"), id);
+	json_decref(v);
+	json_decref(call("POST", "/api/tasks", body, 200));
+	wait_status(id, "FAILED");
+	v = get(id);
+	cr_assert(strstr(str(v, "reason"), "nobody"), "%s", last_body);
 	json_decref(v);
 }
 
