@@ -12,7 +12,9 @@
  * definition, or Conductor's defaults without one) and the lease sweeper's
  * timeouts behave exactly as for worker tasks.  A runner that dies
  * mid-task leaves a lease that runs out; the attempt then times out and is
- * retried.
+ * retried.  A task declared asyncComplete that succeeds is parked instead
+ * (queue_park): IN_PROGRESS with its output and no queue row, until the API
+ * completes or fails it.
  *
  * Two executors, chosen per type by the runner's table:
  *   - the pool: `threads` loops, each with its own connection, each leasing
