@@ -347,7 +347,8 @@ DB_STMT(subflows_gate_stmt,
 		"e",
 		"$2::uuid") "),"
 			    " tk AS (SELECT te.\"id\", te.\"taskType\", te.\"status\","
-			    "   (te.\"taskType\" IN ('WAIT', 'HUMAN') OR (SELECT " SQL_ASYNC_COMPLETE(
+			    "   (te.\"taskType\" IN ('WAIT', 'HUMAN') OR te.\"taskType\" <> 'SIMPLE'"
+			    "   AND (SELECT " SQL_ASYNC_COMPLETE(
 				    "c",
 				    "te.\"refName\"") " FROM cur c)) AS gate"
 						      "   FROM \"TaskExecutions\" te WHERE te.\"workflowId\" = $2::uuid"

@@ -548,6 +548,7 @@ Test(workflow, minimal_definition_and_defaults)
 		cr_assert_str_eq(t->kind->type, "SIMPLE");
 		cr_assert(json_is_object(t->input_parameters));
 		cr_assert_not(t->optional);
+		cr_assert_not(t->async_complete);
 		cr_assert_eq(t->start_delay_seconds, 0);
 		cr_assert_eq(t->retry_count, -1);
 		cr_assert_null(t->inline_def);
@@ -575,7 +576,8 @@ Test(workflow, every_field)
 		"\"restartable\":false,\"ownerEmail\":\"o@example.com\","
 		"\"tasks\":[{\"name\":\"a\",\"taskReferenceName\":\"a1\","
 		"\"inputParameters\":{\"x\":\"${workflow.input.x}\"},"
-		"\"optional\":true,\"startDelay\":5,\"retryCount\":0}]}");
+		"\"optional\":true,\"startDelay\":5,\"retryCount\":0,"
+		"\"asyncComplete\":true}]}");
 	cr_assert_eq(def->version, 7);
 	cr_assert_str_eq(def->description, "d");
 	cr_assert_eq(json_array_size(def->input_parameters), 2);
@@ -592,6 +594,7 @@ Test(workflow, every_field)
 	cr_assert_str_eq(def->owner_email, "o@example.com");
 	const struct wf_task *t = &def->tasks.items[0];
 	cr_assert(t->optional);
+	cr_assert(t->async_complete);
 	cr_assert_eq(t->start_delay_seconds, 5);
 	cr_assert_eq(t->retry_count, 0);
 	cr_assert_str_eq(
