@@ -153,10 +153,11 @@ ensure_db(struct runner *r, struct err *e)
 	return r->db || db_open(&r->db, r->url, DB_PLAIN, e);
 }
 
-/* Records a result the way a worker's is recorded.  output may be NULL. */
+/* Records a result the way a worker's is recorded (a success of a task
+ * leased as asyncComplete is parked instead).  output may be NULL. */
 static bool
 finish_task(struct runner *r, const char *queue, const char *task_id, bool ok,
-	    const json_t *output, const char *reason, struct err *e)
+	    bool async, const json_t *output, const char *reason, struct err *e)
 {
 	json_t *empty = NULL;
 	if (!output)
@@ -167,7 +168,9 @@ finish_task(struct runner *r, const char *queue, const char *task_id, bool ok,
 	if (reason)
 		snprintf(why, sizeof(why), "%s", reason);
 	bool parked = false;
-	if (ok &&
+	/* asyncComplete (the lease's word): parked unless the store says
+	 * otherwise, in which case the ordinary result follows. */
+	if (ok && async &&
 	    !queue_park(r->db, queue, task_id, r->worker, text, &parked, e)) {
 		free(text);
 		return false;
@@ -233,8 +236,10 @@ pool_tick(void *arg, struct arena *scratch, struct err *e)
 			struct err te = ERR_INIT;
 			bool ok = kind->run(json_object_get(t, "input"),
 					    r->timeout_ms, &out, &te);
-			if (!failed && !finish_task(r, queue, id, ok, out,
-						    ok ? NULL : te.msg, e))
+			bool async = json_is_true(
+				json_object_get(t, "asyncComplete"));
+			if (!failed && !finish_task(r, queue, id, ok, async,
+						    out, ok ? NULL : te.msg, e))
 				failed = true; /* the rest keep their lease */
 			json_decref(out);
 		}
@@ -254,6 +259,7 @@ struct http_call {
 	struct http_call *next;
 	char *queue;
 	char *task_id;
+	bool async; /* asyncComplete: parked on success */
 	char *uri;
 	CURL *h;
 	struct curl_slist *headers;
@@ -669,14 +675,17 @@ http_tick(void *arg, struct arena *scratch, struct err *e)
 			if (!c) {
 				json_t *out =
 					json_pack("{s:s}", "error", be.msg);
-				if (!failed && !finish_task(r, queue, id, false,
-							    out, be.msg, e))
+				if (!failed &&
+				    !finish_task(r, queue, id, false, false,
+						 out, be.msg, e))
 					failed = true;
 				json_decref(out);
 				continue;
 			}
 			c->queue = xstrdup(queue);
 			c->task_id = xstrdup(id);
+			c->async = json_is_true(
+				json_object_get(t, "asyncComplete"));
 			c->next = r->calls;
 			r->calls = c;
 			r->in_flight++;
@@ -708,8 +717,9 @@ http_tick(void *arg, struct arena *scratch, struct err *e)
 		bool ok = false;
 		struct strbuf reason = STRBUF_INIT;
 		call_outcome(c, rc, &out, &ok, &reason);
-		if (!failed && !finish_task(r, c->queue, c->task_id, ok, out,
-					    ok ? NULL : sb_str(&reason), e))
+		if (!failed &&
+		    !finish_task(r, c->queue, c->task_id, ok, c->async, out,
+				 ok ? NULL : sb_str(&reason), e))
 			failed = true; /* its lease runs out: retried */
 		sb_free(&reason);
 		json_decref(out);

@@ -79,8 +79,10 @@ DB_STMT(queue_lease_system_stmt,
 							    " 'workflowId', t.\"workflowId\", 'namespaceId', t.\"namespaceId\","
 							    " 'queueName', t.\"queueName\", 'refName', t.\"refName\","
 							    " 'taskDefName', t.\"taskDefName\", 'attempt', t.\"attempt\","
-							    " 'input', t.\"input\") ORDER BY t.\"id\"), '[]')::text, count(*)"
-							    " FROM t");
+							    " 'input', t.\"input\", 'asyncComplete', coalesce((SELECT " SQL_ASYNC_COMPLETE("e", "t.\"refName\"") " FROM \"WorkflowExecutions\" e WHERE e.\"id\" = t.\"workflowId\" AND " SQL_EXEC_WINDOW(
+								    "e",
+								    "t.\"workflowId\"") "), false)) ORDER BY t.\"id\"), '[]')::text, count(*)"
+											" FROM t");
 
 bool
 queue_lease_system(struct db *db, const char *task_type, const char *worker,

@@ -48,8 +48,10 @@ bool queue_lease(struct db *db, const char *queue, const char *worker,
 /* Leases up to count available tasks of the system type task_type (never
  * SIMPLE) from every queue, for the in-process runner; *json_out is a JSON
  * array of the tasks (id, workflowId, namespaceId, queueName, refName,
- * taskDefName, attempt, input).  Worker polls (queue_lease) only ever
- * lease SIMPLE rows, so the two never take each other's work. */
+ * taskDefName, attempt, input, asyncComplete: whether the workflow's
+ * definition declares the task asyncComplete, see queue_park).  Worker polls
+ * (queue_lease) only ever lease SIMPLE rows, so the two never take each other's
+ * work. */
 bool queue_lease_system(struct db *db, const char *task_type,
 			const char *worker, int count, double lease_seconds,
 			char **json_out, size_t *n, struct err *e);
