@@ -131,6 +131,13 @@ for bin in "$BUILD"/tests/unit_* "$BUILD"/tests/integration_* "$BUILD"/tests/e2e
   ok=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$line")
   bad=$(sed -E 's/.*Failing: ([0-9]+).*/\1/' <<<"$line")
   passed=$((passed + ok)); failed=$((failed + bad))
+  if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+    # Every test passed but the binary did not exit cleanly (a sanitizer
+    # report, a crash in the runner): counted as one failure, so the
+    # closing line never says "0 failed" on a red run.
+    echo "tests: $name exited with status $rc after its tests passed"
+    failed=$((failed + 1))
+  fi
   [ "$rc" -eq 0 ] && [ "$bad" -eq 0 ] || status=1
 done
 
