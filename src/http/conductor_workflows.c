@@ -3,6 +3,7 @@
 #include "engine/decide_loop.h"
 #include "engine/dsl.h"
 #include "engine/queue_signal.h"
+#include "engine/subflows.h"
 #include "engine/workflows.h"
 #include "http/conductor.h"
 #include "http/fields.h"
@@ -320,10 +321,10 @@ act(struct http_request *req, struct cond_call *c, enum action a,
 	switch (a) {
 	case PAUSE: ok = action_pause(c->db, c->ns_id, id, e); break;
 	case RESUME: ok = action_resume(c->db, c->ns_id, id, e); break;
-	case TERMINATE:
-		ok = action_terminate(c->db, c->ns_id, id, args->reason, e);
+	case TERMINATE: /* cascading to sub-workflows, as the native API */
+		ok = subflows_terminate(c->db, c->ns_id, id, args->reason, e);
 		break;
-	case RETRY: ok = action_retry(c->db, c->ns_id, id, e); break;
+	case RETRY: ok = subflows_retry(c->db, c->ns_id, id, e); break;
 	case RESTART: ok = action_restart(c->db, c->ns_id, id, e); break;
 	case SKIP: ok = action_skip(c->db, c->ns_id, id, args->ref, e); break;
 	default:

@@ -16,6 +16,18 @@
  * holds: its re-check finds the workflow ended.
  */
 
+/*
+ * Waits for, and holds until commit, the execution row's lock: a decider
+ * batch that is writing this workflow's next tasks commits first, and the
+ * statement that follows (with a snapshot of its own) sees those tasks and
+ * cancels them too, instead of leaving them queued on a workflow that has
+ * ended.
+ */
+DB_STMT(action_lock_stmt,
+	"SELECT 1 FROM \"WorkflowExecutions\" e"
+	" WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
+		"e", "$2::uuid") " FOR NO KEY UPDATE");
+
 DB_STMT(action_terminate_stmt,
 	"WITH cur AS (SELECT e.\"id\", e.\"status\" FROM \"WorkflowExecutions\" e"
 	"   WHERE e.\"namespaceId\" = $1::uuid AND e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
@@ -95,10 +107,15 @@ DB_STMT(action_resume_stmt,
 						"   'WORKFLOW_RESUMED' FROM w)"
 						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
 
-/* The failed task's latest attempt gets a successor with the same input,
- * queued at once; the execution runs again.  The successor of a
+/*
+ * The failed task's latest attempt gets a successor with the same input,
+ * queued at once; the execution runs again.  So does every queued task
+ * (worker or system) whose latest attempt was cancelled when the workflow
+ * failed: the parallel branches of a fork that were still running, which
+ * would otherwise count as ended and never run.  The successor of a
  * SUB_WORKFLOW attempt is not queued: it is IN_PROGRESS on the same child
- * (which the caller has retried), and the child's end completes it. */
+ * (which the caller has retried), and the child's end completes it.
+ */
 DB_STMT(action_retry_stmt,
 	"WITH cur AS (SELECT e.\"id\", e.\"status\", e.\"failedTaskRef\""
 	"   FROM \"WorkflowExecutions\" e"
@@ -109,30 +126,44 @@ DB_STMT(action_retry_stmt,
 			    "   WHERE t.\"workflowId\" = $2::uuid AND t.\"refName\" ="
 			    "   cur.\"failedTaskRef\" ORDER BY t.\"iteration\" DESC,"
 			    "   t.\"attempt\" DESC LIMIT 1),"
+			    " latest AS (SELECT DISTINCT ON (t.\"refName\") t.*"
+			    "   FROM \"TaskExecutions\" t, cur"
+			    "   WHERE t.\"workflowId\" = $2::uuid"
+			    "   AND t.\"refName\" <> cur.\"failedTaskRef\""
+			    "   ORDER BY t.\"refName\", t.\"iteration\" DESC,"
+			    "   t.\"attempt\" DESC),"
+			    " redo AS (SELECT last.*, $3::uuid AS \"newId\" FROM last"
+			    "   UNION ALL SELECT latest.*, uuidv7() FROM latest"
+			    "   WHERE latest.\"status\" = 'CANCELED'"
+			    "   AND latest.\"queueName\" IS NOT NULL"
+			    "   AND EXISTS (SELECT 1 FROM last)),"
+			    " n AS (SELECT count(*)::int AS \"n\" FROM redo),"
 			    " w AS (UPDATE \"WorkflowExecutions\" e SET \"status\" = 'RUNNING',"
 			    "   \"reasonForIncompletion\" = NULL, \"failedTaskRef\" = NULL,"
 			    "   \"endedAt\" = NULL, \"updatedAt\" = now(),"
-			    "   \"version\" = e.\"version\" + 1, \"eventSeq\" = e.\"eventSeq\" + 2"
+			    "   \"version\" = e.\"version\" + 1,"
+			    "   \"eventSeq\" = e.\"eventSeq\" + 1 + n.\"n\" FROM n"
 			    "   WHERE e.\"id\" = $2::uuid AND " SQL_EXEC_WINDOW(
 				    "e",
 				    "$2::uuid") "   AND e.\"status\" IN ('FAILED', 'TIMED_OUT')"
 						"   AND EXISTS (SELECT 1 FROM last)"
 						"   RETURNING e.\"id\", e.\"namespaceId\", e.\"priority\","
-						"   e.\"eventSeq\" - 2 AS base),"
+						"   e.\"eventSeq\" - 1 - n.\"n\" AS base),"
 						" nt AS (INSERT INTO \"TaskExecutions\" (\"id\", \"workflowId\","
 						"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
 						"   \"iteration\", \"attempt\", \"status\", \"input\", \"queueName\","
-						"   \"subWorkflowId\", \"output\", \"startedAt\","
+						"   \"subWorkflowId\", \"forkRef\", \"output\", \"startedAt\","
 						"   \"scheduledAt\", \"updatedAt\")"
-						"   SELECT $3::uuid, last.\"workflowId\", last.\"namespaceId\","
-						"   last.\"refName\", last.\"taskDefName\", last.\"taskType\","
-						"   last.\"iteration\", last.\"attempt\" + 1,"
-						"   CASE WHEN last.\"subWorkflowId\" IS NULL THEN 'SCHEDULED'"
-						"   ELSE 'IN_PROGRESS' END, last.\"input\", last.\"queueName\","
-						"   last.\"subWorkflowId\", CASE WHEN last.\"subWorkflowId\" IS NULL"
+						"   SELECT redo.\"newId\", redo.\"workflowId\", redo.\"namespaceId\","
+						"   redo.\"refName\", redo.\"taskDefName\", redo.\"taskType\","
+						"   redo.\"iteration\", redo.\"attempt\" + 1,"
+						"   CASE WHEN redo.\"subWorkflowId\" IS NULL THEN 'SCHEDULED'"
+						"   ELSE 'IN_PROGRESS' END, redo.\"input\", redo.\"queueName\","
+						"   redo.\"subWorkflowId\", redo.\"forkRef\","
+						"   CASE WHEN redo.\"subWorkflowId\" IS NULL"
 						"   THEN '{}'::jsonb ELSE jsonb_build_object('subWorkflowId',"
-						"   last.\"subWorkflowId\") END, CASE WHEN last.\"subWorkflowId\""
-						"   IS NOT NULL THEN now() END, now(), now() FROM last, w"
+						"   redo.\"subWorkflowId\") END, CASE WHEN redo.\"subWorkflowId\""
+						"   IS NOT NULL THEN now() END, now(), now() FROM redo, w"
 						"   RETURNING \"id\", \"queueName\", \"taskType\", \"refName\","
 						"   \"attempt\"),"
 						" nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
@@ -143,15 +174,16 @@ DB_STMT(action_retry_stmt,
 						/* An operator's attempt is run
 						   by the decider. */
 						" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
-						"   \"reason\") SELECT w.\"id\", w.\"namespaceId\", 'retry' FROM w, nt"
-						"   WHERE nt.\"queueName\" IS NULL"
+						"   \"reason\") SELECT DISTINCT w.\"id\", w.\"namespaceId\", 'retry'"
+						"   FROM w, nt WHERE nt.\"queueName\" IS NULL"
 						"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
 						"   EXCLUDED.\"reason\", \"enqueuedAt\" = now()),"
 						" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
 						"   \"seq\", \"type\", \"taskId\", \"data\")"
 						"   SELECT w.\"id\", w.\"namespaceId\", w.base + 1, 'WORKFLOW_RETRIED',"
 						"   NULL, '{}'::jsonb FROM w"
-						"   UNION ALL SELECT w.\"id\", w.\"namespaceId\", w.base + 2,"
+						"   UNION ALL SELECT w.\"id\", w.\"namespaceId\", w.base + 1 +"
+						"   row_number() OVER (ORDER BY nt.\"refName\", nt.\"id\"),"
 						"   'TASK_SCHEDULED', nt.\"id\", jsonb_build_object('refName',"
 						"   nt.\"refName\", 'attempt', nt.\"attempt\") FROM w, nt)"
 						" SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM w)");
@@ -289,6 +321,10 @@ action_terminate(struct db *db, const char *ns_id, const char *id,
 		 const char *reason, struct err *e)
 {
 	const char *params[] = {ns_id, id, reason ? reason : "terminated"};
+	PGresult *res = db_exec(db, &action_lock_stmt, 2, params, e);
+	if (!res)
+		return false;
+	PQclear(res);
 	return run(db, &action_terminate_stmt, "terminate", 3, params, e);
 }
 
@@ -316,10 +352,9 @@ action_retry(struct db *db, const char *ns_id, const char *id, struct err *e)
 }
 
 struct db_stmt *const actions_repo_stmts[] = {
-	&action_terminate_stmt, &action_pause_stmt,
-	&action_resume_stmt,    &action_retry_stmt,
-	&action_skip_stmt,      &action_restart_stmt,
-	&action_rerun_stmt,     NULL,
+	&action_lock_stmt,    &action_terminate_stmt, &action_pause_stmt,
+	&action_resume_stmt,  &action_retry_stmt,     &action_skip_stmt,
+	&action_restart_stmt, &action_rerun_stmt,     NULL,
 };
 
 bool

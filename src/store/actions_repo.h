@@ -18,7 +18,9 @@
 
 struct db;
 
-/* RUNNING or PAUSED → TERMINATED; open tasks are cancelled. */
+/* RUNNING or PAUSED → TERMINATED; open tasks are cancelled.  Run it inside
+ * a transaction: it first locks the execution row, so that tasks a decider
+ * batch is committing for the workflow are cancelled too. */
 bool action_terminate(struct db *db, const char *ns_id, const char *id,
 		      const char *reason, struct err *e);
 /* RUNNING → PAUSED: tasks in flight go on; nothing new is scheduled. */
