@@ -697,59 +697,6 @@ parse_nested(struct parser *p, const json_t *doc, struct wf_task *t)
 	}
 }
 
-/* A literal string parameter (not computed by a `${...}` expression). */
-static const char *
-literal_param(const json_t *params, const char *key)
-{
-	const char *s = json_string_value(json_object_get(params, key));
-	return s && !strstr(s, "${") ? s : NULL;
-}
-
-/* The inputs a system task cannot run without, where the definition
- * states them literally (a `${...}` value is only known at run time). */
-static void
-check_system_inputs(const struct wf_task *t, struct dsl_errors *errs)
-{
-	const json_t *in = t->input_parameters;
-	char *path = join(t->path, "inputParameters");
-	if (strcmp(t->kind->type, "INLINE") == 0) {
-		const json_t *expr = json_object_get(in, "expression");
-		const json_t *et = json_object_get(in, "evaluatorType");
-		const char *type = literal_param(in, "evaluatorType");
-		if (!json_is_string(expr))
-			dsl_errors_add(errs, path,
-				       "INLINE needs \"expression\", a string");
-		if (et && !json_is_string(et))
-			dsl_errors_add(errs, path,
-				       "\"evaluatorType\" must be a string");
-		else if (type && strcmp(type, "javascript") != 0 &&
-			 strcmp(type, "graaljs") != 0 &&
-			 strcmp(type, "value-param") != 0)
-			dsl_errors_add(
-				errs, path,
-				"evaluatorType \"%.60s\" is not supported "
-				"(javascript, graaljs or value-param)",
-				type);
-	} else if (strcmp(t->kind->type, "JSON_JQ_TRANSFORM") == 0) {
-		if (!json_is_string(json_object_get(in, "queryExpression")))
-			dsl_errors_add(errs, path,
-				       "JSON_JQ_TRANSFORM needs "
-				       "\"queryExpression\", a string");
-	} else if (strcmp(t->kind->type, "HTTP") == 0) {
-		const json_t *req = json_object_get(in, "http_request");
-		const json_t *uri =
-			json_object_get(json_is_object(req) ? req : in, "uri");
-		if (req && !json_is_object(req) && !json_is_string(req))
-			dsl_errors_add(errs, path,
-				       "\"http_request\" must be an object");
-		else if (!json_is_string(req) && !json_is_string(uri))
-			dsl_errors_add(errs, path,
-				       "HTTP needs \"http_request\": {\"uri\": "
-				       "...} (or \"uri\" at the top level)");
-	}
-	free(path);
-}
-
 static void
 parse_task(struct parser *p, const json_t *doc, struct wf_task *t)
 {
@@ -778,8 +725,6 @@ parse_task(struct parser *p, const json_t *doc, struct wf_task *t)
 		}
 	}
 	get_object(doc, t->path, "inputParameters", &t->input_parameters, errs);
-	if (t->kind && t->kind->exec == TASK_EXEC_SYSTEM)
-		check_system_inputs(t, errs);
 	get_bool(doc, t->path, "optional", &t->optional, errs);
 	get_bool(doc, t->path, "asyncComplete", &t->async_complete, errs);
 	get_int32(doc, t->path, "startDelay", 0, &t->start_delay_seconds, errs);

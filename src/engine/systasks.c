@@ -4,6 +4,7 @@
 #include "engine/systasks.h"
 
 #include "engine/decide_loop.h"
+#include "engine/dsl.h"
 #include "engine/jq.h"
 #include "engine/js.h"
 #include "runtime/log.h"
@@ -836,4 +837,82 @@ systasks_wake(void)
 			curl_multi_wakeup(runners[i]->multi);
 	}
 	pthread_mutex_unlock(&loops_lock);
+}
+
+/* ------------------------------------------------------------ validation */
+
+/* A literal string parameter (not computed by a `${...}` expression). */
+static const char *
+literal_param(const json_t *params, const char *key)
+{
+	const char *s = json_string_value(json_object_get(params, key));
+	return s && !strstr(s, "${") ? s : NULL;
+}
+
+static char *
+inputs_path(const struct wf_task *t)
+{
+	struct strbuf sb = STRBUF_INIT;
+	sb_printf(&sb, "%s.inputParameters", t->path);
+	return sb_steal(&sb);
+}
+
+void
+systasks_validate_inline(struct wf_task *t, const struct wf_def *def,
+			 struct dsl_errors *errs)
+{
+	(void)def;
+	const json_t *in = t->input_parameters;
+	char *path = inputs_path(t);
+	const json_t *et = json_object_get(in, "evaluatorType");
+	const char *type = literal_param(in, "evaluatorType");
+	if (!json_is_string(json_object_get(in, "expression")))
+		dsl_errors_add(errs, path,
+			       "INLINE needs \"expression\", a string");
+	if (et && !json_is_string(et))
+		dsl_errors_add(errs, path,
+			       "\"evaluatorType\" must be a string");
+	else if (type && strcmp(type, "javascript") != 0 &&
+		 strcmp(type, "graaljs") != 0 &&
+		 strcmp(type, "value-param") != 0)
+		dsl_errors_add(errs, path,
+			       "evaluatorType \"%.60s\" is not supported "
+			       "(javascript, graaljs or value-param)",
+			       type);
+	free(path);
+}
+
+void
+systasks_validate_jq(struct wf_task *t, const struct wf_def *def,
+		     struct dsl_errors *errs)
+{
+	(void)def;
+	if (json_is_string(
+		    json_object_get(t->input_parameters, "queryExpression")))
+		return;
+	char *path = inputs_path(t);
+	dsl_errors_add(errs, path,
+		       "JSON_JQ_TRANSFORM needs \"queryExpression\", a string");
+	free(path);
+}
+
+void
+systasks_validate_http(struct wf_task *t, const struct wf_def *def,
+		       struct dsl_errors *errs)
+{
+	(void)def;
+	const json_t *in = t->input_parameters;
+	const json_t *req = json_object_get(in, "http_request");
+	const json_t *uri =
+		json_object_get(json_is_object(req) ? req : in, "uri");
+	char *path = inputs_path(t);
+	if (req && !json_is_object(req) && !json_is_string(req))
+		dsl_errors_add(errs, path,
+			       "\"http_request\" must be an object");
+	else if (!json_is_string(req) && !json_is_string(uri))
+		dsl_errors_add(
+			errs, path,
+			"HTTP needs \"http_request\": {\"uri\": ...} (or "
+			"\"uri\" at the top level)");
+	free(path);
 }

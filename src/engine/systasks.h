@@ -51,6 +51,21 @@ void systasks_stop(void);
 /* New work may be queued: every runner loop looks now. */
 void systasks_wake(void);
 
+struct dsl_errors;
+struct wf_def;
+struct wf_task;
+
+/* The task-kind table's validate hooks (task_kind.h) for INLINE,
+ * JSON_JQ_TRANSFORM and HTTP: the inputs each cannot run without, where
+ * the definition states them literally (a `${...}` value is only known at
+ * run time), reported at the task's inputParameters. */
+void systasks_validate_inline(struct wf_task *t, const struct wf_def *def,
+			      struct dsl_errors *errs);
+void systasks_validate_jq(struct wf_task *t, const struct wf_def *def,
+			  struct dsl_errors *errs);
+void systasks_validate_http(struct wf_task *t, const struct wf_def *def,
+			    struct dsl_errors *errs);
+
 /* Whether the runner executes tasks of this type. */
 bool systasks_handles(const char *type);
 /* The types the runner executes, for checks: *n gets their number. */

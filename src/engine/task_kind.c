@@ -2,6 +2,7 @@
 
 #include "engine/operators.h"
 #include "engine/subflows.h"
+#include "engine/systasks.h"
 
 #include <string.h>
 
@@ -54,12 +55,12 @@ static const struct task_kind kinds[] = {
 	{"EVENT", TASK_EXEC_INLINE, false, NEST_NONE, subflows_validate_event,
 	 subflows_kind_start, NULL, NULL, NULL},
 	/* System tasks, run by the system-task runner (systasks.h). */
-	{"HTTP", TASK_EXEC_SYSTEM, false, NEST_NONE, NULL, NULL, NULL, NULL,
-	 NULL},
-	{"INLINE", TASK_EXEC_SYSTEM, false, NEST_NONE, NULL, NULL, NULL, NULL,
-	 NULL},
-	{"JSON_JQ_TRANSFORM", TASK_EXEC_SYSTEM, false, NEST_NONE, NULL, NULL,
-	 NULL, NULL, NULL},
+	{"HTTP", TASK_EXEC_SYSTEM, false, NEST_NONE, systasks_validate_http,
+	 NULL, NULL, NULL, NULL},
+	{"INLINE", TASK_EXEC_SYSTEM, false, NEST_NONE, systasks_validate_inline,
+	 NULL, NULL, NULL, NULL},
+	{"JSON_JQ_TRANSFORM", TASK_EXEC_SYSTEM, false, NEST_NONE,
+	 systasks_validate_jq, NULL, NULL, NULL, NULL},
 };
 
 const struct task_kind *

@@ -7,6 +7,7 @@
 #include "engine/workflows.h"
 #include "http/conductor.h"
 #include "http/fields.h"
+#include "http/workflows.h"
 #include "store/actions_repo.h"
 #include "store/conductor_repo.h"
 #include "util/json.h"
@@ -21,8 +22,6 @@
 #include <strings.h>
 
 enum {
-	MAX_NAME = 255,
-	MAX_KEY = 255,
 	MAX_REASON = 8192,
 	MAX_SEARCH_SIZE = 1000,
 	MAX_BULK = 1000,
@@ -81,24 +80,8 @@ cond_workflow_start(struct http_request *req, struct http_response *res)
 		return;
 	struct dsl_errors errs = {0};
 	struct start_request r = {0};
-	r.name = field_str(body, "name", true, MAX_NAME, &errs);
-	r.version = (int)field_int(body, "version", 0, 0, 1000000, &errs);
-	r.input = field_obj(body, "input", &errs);
-	r.correlation_id =
-		field_str(body, "correlationId", false, MAX_KEY, &errs);
-	r.idempotency_key =
-		field_str(body, "idempotencyKey", false, MAX_KEY, &errs);
-	r.priority = (int)field_int(body, "priority", 0, 0, 99, &errs);
-	const char *strategy =
-		field_str(body, "idempotencyStrategy", false, 32, &errs);
-	if (!strategy || strcmp(strategy, "FAIL") == 0)
-		r.strategy = IDEMPOTENCY_FAIL;
-	else if (strcmp(strategy, "RETURN_EXISTING") == 0)
-		r.strategy = IDEMPOTENCY_RETURN_EXISTING;
-	else
-		dsl_errors_add(&errs, "$.idempotencyStrategy",
-			       "must be FAIL or RETURN_EXISTING "
-			       "(FAIL_ON_RUNNING is not supported)");
+	/* Conductor's version 0 is the latest, as an absent one. */
+	workflows_read_start(body, 0, &r, &errs);
 	if (json_object_get(body, "workflowDef"))
 		dsl_errors_add(&errs, "$.workflowDef",
 			       "an inline workflow definition is not "

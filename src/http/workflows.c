@@ -20,6 +20,31 @@
 enum { MAX_NAME = 255, MAX_KEY = 255, DEFAULT_LIMIT = 50, MAX_LIMIT = 500 };
 
 void
+workflows_read_start(const json_t *body, int min_version,
+		     struct start_request *r, struct dsl_errors *errs)
+{
+	r->name = field_str(body, "name", true, MAX_NAME, errs);
+	r->version =
+		(int)field_int(body, "version", 0, min_version, 1000000, errs);
+	r->input = field_obj(body, "input", errs);
+	r->correlation_id =
+		field_str(body, "correlationId", false, MAX_KEY, errs);
+	r->idempotency_key =
+		field_str(body, "idempotencyKey", false, MAX_KEY, errs);
+	r->priority = (int)field_int(body, "priority", 0, 0, 99, errs);
+	const char *strategy =
+		field_str(body, "idempotencyStrategy", false, 32, errs);
+	if (!strategy || strcmp(strategy, "FAIL") == 0)
+		r->strategy = IDEMPOTENCY_FAIL;
+	else if (strcmp(strategy, "RETURN_EXISTING") == 0)
+		r->strategy = IDEMPOTENCY_RETURN_EXISTING;
+	else
+		dsl_errors_add(errs, "$.idempotencyStrategy",
+			       "must be FAIL or RETURN_EXISTING "
+			       "(FAIL_ON_RUNNING is not supported)");
+}
+
+void
 workflows_start(struct http_request *req, struct http_response *res)
 {
 	json_t *body = api_body_object(req, res, false);
@@ -27,23 +52,7 @@ workflows_start(struct http_request *req, struct http_response *res)
 		return;
 	struct dsl_errors errs = {0};
 	struct start_request r = {0};
-	r.name = field_str(body, "name", true, MAX_NAME, &errs);
-	r.version = (int)field_int(body, "version", 0, 1, 1000000, &errs);
-	r.input = field_obj(body, "input", &errs);
-	r.correlation_id =
-		field_str(body, "correlationId", false, MAX_KEY, &errs);
-	r.idempotency_key =
-		field_str(body, "idempotencyKey", false, MAX_KEY, &errs);
-	r.priority = (int)field_int(body, "priority", 0, 0, 99, &errs);
-	const char *strategy =
-		field_str(body, "idempotencyStrategy", false, 32, &errs);
-	if (!strategy || strcmp(strategy, "FAIL") == 0)
-		r.strategy = IDEMPOTENCY_FAIL;
-	else if (strcmp(strategy, "RETURN_EXISTING") == 0)
-		r.strategy = IDEMPOTENCY_RETURN_EXISTING;
-	else
-		dsl_errors_add(&errs, "$.idempotencyStrategy",
-			       "must be FAIL or RETURN_EXISTING");
+	workflows_read_start(body, 1, &r, &errs);
 	if (errs.n) {
 		api_fail_validation(res, "invalid start request", &errs);
 		dsl_errors_free(&errs);

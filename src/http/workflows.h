@@ -11,6 +11,9 @@
 
 #include "http/http.h"
 
+struct dsl_errors;
+struct start_request;
+
 http_handler workflows_start;
 http_handler workflows_get;
 http_handler workflows_list;
@@ -18,6 +21,13 @@ http_handler workflows_events;
 http_handler workflows_action;
 http_handler workflows_tree;
 http_handler workflows_task_signal;
+
+/* Reads a start request's common fields (name, version from min_version
+ * up, input, correlationId, idempotencyKey, priority, idempotencyStrategy)
+ * from body into r, adding each problem to errs at its JSON path; r's
+ * strings point into body.  Shared by the native and the Conductor start. */
+void workflows_read_start(const json_t *body, int min_version,
+			  struct start_request *r, struct dsl_errors *errs);
 
 /* Exposed for tests: cursor text <-> ("startedAt", id). */
 char *workflows_cursor_encode(const char *started_at, const char *id);
