@@ -43,6 +43,7 @@ listener_parse(const char *payload, struct workflow_event_ref *out)
 
 struct listener {
 	listener_fn *fn;
+	void (*on_connect)(void *arg);
 	void *arg;
 	struct metric *received;
 	struct metric *ignored;
@@ -65,6 +66,14 @@ on_payload(const char *payload, void *arg)
 }
 
 static void
+connected(void *arg)
+{
+	struct listener *l = arg;
+	if (l->on_connect)
+		l->on_connect(l->arg);
+}
+
+static void
 finish(void *arg)
 {
 	free(arg);
@@ -73,8 +82,16 @@ finish(void *arg)
 struct loop *
 listener_start(const char *url, listener_fn *fn, void *arg)
 {
+	return listener_start_ex(url, fn, NULL, arg);
+}
+
+struct loop *
+listener_start_ex(const char *url, listener_fn *fn,
+		  void (*on_connect)(void *arg), void *arg)
+{
 	struct listener *l = xcalloc(1, sizeof(*l));
 	l->fn = fn;
+	l->on_connect = on_connect;
 	l->arg = arg;
 	l->received = metric_register(
 		METRIC_COUNTER, "nodeflow_listener_notifications_total", "",
@@ -87,6 +104,7 @@ listener_start(const char *url, listener_fn *fn, void *arg)
 		.url = url,
 		.channel = CHANNEL,
 		.on_payload = on_payload,
+		.on_connect = connected,
 		.on_finish = finish,
 		.arg = l,
 	};

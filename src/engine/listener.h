@@ -34,5 +34,10 @@ typedef void listener_fn(const struct workflow_event_ref *ev, void *arg);
 bool listener_parse(const char *payload, struct workflow_event_ref *out);
 
 struct loop *listener_start(const char *url, listener_fn *fn, void *arg);
+/* Also calls on_connect(arg) (may be NULL) on the loop's thread after
+ * every (re)connection: notifications sent meanwhile were lost, so a
+ * subscriber re-reads from its cursors. */
+struct loop *listener_start_ex(const char *url, listener_fn *fn,
+			       void (*on_connect)(void *arg), void *arg);
 
 #endif

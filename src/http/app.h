@@ -13,11 +13,13 @@
 #include <stdint.h>
 
 struct db_pool;
+struct sse_hub;
 
 struct app {
 	const struct config *cfg;
 	struct db_pool *pool;
-	int64_t started_at; /* wall-clock seconds */
+	int64_t started_at;  /* wall-clock seconds */
+	struct sse_hub *sse; /* the event streams (NULL: none served) */
 };
 
 #endif

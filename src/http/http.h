@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { HTTP_MAX_PARAMS = 8, HTTP_MAX_HEADERS = 8 };
+enum { HTTP_MAX_PARAMS = 8, HTTP_MAX_HEADERS = 8, HTTP_ADDR_LEN = 46 };
 
 struct http_request {
 	const char *method;
@@ -72,6 +72,8 @@ struct http_response {
 	const char *header_names[HTTP_MAX_HEADERS];
 	const char *header_values[HTTP_MAX_HEADERS];
 	int nheaders;
+	/* Set by http_stream_open: the body is a stream. */
+	struct http_stream *stream;
 };
 
 typedef void http_handler(struct http_request *req, struct http_response *res);
@@ -126,6 +128,38 @@ void http_add_header(struct http_response *res, const char *name,
 bool http_park(struct http_request *req, struct http_response *res,
 	       const char *key, int64_t deadline_ms, uint64_t seq);
 uint64_t http_wake_seq(const struct http_request *req, const char *key);
+
+/*
+ * Streams (server-sent events) without a thread: http_stream_open makes
+ * the response a body of unknown length (chunked), answered at once with
+ * status 200 and content type ctype; what http_stream_write appends is
+ * sent as the client takes it.  While nothing is buffered the connection
+ * is suspended (no thread, no timeout); a write resumes it.  When the
+ * stream is over — ended, aborted, the client gone, or the server
+ * stopping (which ends every stream cleanly) — on_closed(arg) is called
+ * once, on an MHD thread, and must not block.  The caller holds one
+ * reference, dropped with http_stream_release (any time, any thread).
+ * Returns NULL when the server is stopping: answer normally.
+ */
+struct http_stream;
+typedef void http_stream_closed_fn(void *arg);
+struct http_stream *http_stream_open(struct http_request *req,
+				     struct http_response *res,
+				     const char *ctype,
+				     http_stream_closed_fn *on_closed,
+				     void *arg);
+/* Appends n bytes (any thread); false once the stream is over. */
+bool http_stream_write(struct http_stream *st, const char *data, size_t n);
+/* Bytes written and not yet taken by the connection. */
+size_t http_stream_buffered(struct http_stream *st);
+/* Ends the stream: cleanly once what is buffered is sent, or (abort) at
+ * once, dropping the buffer and closing the connection. */
+void http_stream_end(struct http_stream *st, bool abort);
+void http_stream_release(struct http_stream *st);
+
+/* The client's address, without its port ("?" when unknown). */
+void http_client_address(const struct http_request *req,
+			 char out[HTTP_ADDR_LEN]);
 
 struct http_server_opts {
 	const char *listen; /* "HOST:PORT" */

@@ -6,6 +6,7 @@
 #include "http/definitions.h"
 #include "http/ops.h"
 #include "http/queues.h"
+#include "http/sse.h"
 #include "http/workflows.h"
 
 const struct http_route http_routes[] = {
@@ -41,6 +42,9 @@ const struct http_route http_routes[] = {
 	{"POST", "/v1/ns/{ns}/workflows/{id}/{action}", workflows_action},
 	{"POST", "/v1/ns/{ns}/workflows/{id}/tasks/{ref}/{verb}",
 	 workflows_task_signal},
+
+	/* live status changes (http/sse.c) */
+	{"GET", "/v1/ns/{ns}/events", sse_namespace_events},
 
 	/* workers (http/queues.c) */
 	{"POST", "/v1/ns/{ns}/queues/{queue}/poll", queues_poll},

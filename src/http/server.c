@@ -65,6 +65,29 @@ struct http_server {
 	 * address. */
 	unsigned park_slots;
 	struct client_slots *clients[CLIENT_BUCKETS];
+	/* Open streams (http_stream_open), ended when the server stops. */
+	pthread_mutex_t stream_lock;
+	struct http_stream *streams;
+};
+
+/* A streamed body: a buffer the writer appends to and the connection's
+ * content reader takes from; the connection is suspended while it is
+ * empty.  References: the writer's and the MHD response's. */
+struct http_stream {
+	struct http_stream *prev, *next; /* the server's list */
+	struct http_server *s;
+	pthread_mutex_t lock;
+	struct MHD_Connection *conn;
+	int fd;
+	char *buf;
+	size_t len, off, alloc;
+	bool queued;    /* the response exists (the reader may run) */
+	bool suspended; /* by the reader, waiting for a write */
+	bool ended, aborted;
+	bool done; /* the response is gone: writes are refused */
+	int refs;
+	http_stream_closed_fn *on_closed;
+	void *arg;
 };
 
 /* One open connection: its socket, and by when it must have delivered
@@ -337,6 +360,12 @@ client_address(struct MHD_Connection *conn, char out[INET6_ADDRSTRLEN])
 		snprintf(out, INET6_ADDRSTRLEN, "?");
 }
 
+void
+http_client_address(const struct http_request *req, char out[HTTP_ADDR_LEN])
+{
+	client_address(req->conn, out);
+}
+
 static struct client_slots **
 client_slot(struct http_server *s, const char *addr)
 {
@@ -604,6 +633,222 @@ send_response(struct http_server *s, struct MHD_Connection *conn,
 	return ok;
 }
 
+/* ---------------------------------------------------------------- streams */
+
+static void
+stream_unref(struct http_stream *st)
+{
+	pthread_mutex_lock(&st->lock);
+	bool last = --st->refs == 0;
+	pthread_mutex_unlock(&st->lock);
+	if (!last)
+		return;
+	pthread_mutex_destroy(&st->lock);
+	free(st->buf);
+	free(st);
+}
+
+struct http_stream *
+http_stream_open(struct http_request *req, struct http_response *res,
+		 const char *ctype, http_stream_closed_fn *on_closed, void *arg)
+{
+	struct http_server *s = req->server;
+	if (atomic_load(&s->stopping))
+		return NULL;
+	struct http_stream *st = xcalloc(1, sizeof(*st));
+	pthread_mutex_init(&st->lock, NULL);
+	st->s = s;
+	st->conn = req->conn;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	st->fd = ci ? ci->connect_fd : -1;
+	st->refs = 2; /* the caller's, and the response's */
+	st->on_closed = on_closed;
+	st->arg = arg;
+	pthread_mutex_lock(&s->stream_lock);
+	st->next = s->streams;
+	if (s->streams)
+		s->streams->prev = st;
+	s->streams = st;
+	pthread_mutex_unlock(&s->stream_lock);
+	res->status = 200;
+	res->content_type = ctype;
+	res->stream = st;
+	return st;
+}
+
+/* Resumes the connection if the reader suspended it (lock held). */
+static void
+stream_kick(struct http_stream *st)
+{
+	if (st->suspended) {
+		st->suspended = false;
+		MHD_resume_connection(st->conn);
+	}
+}
+
+bool
+http_stream_write(struct http_stream *st, const char *data, size_t n)
+{
+	pthread_mutex_lock(&st->lock);
+	bool ok = !st->done && !st->ended;
+	if (ok && n) {
+		if (st->off && st->off == st->len)
+			st->off = st->len = 0;
+		if (st->len + n > st->alloc) {
+			if (st->off) { /* reclaim what was sent */
+				memmove(st->buf, st->buf + st->off,
+					st->len - st->off);
+				st->len -= st->off;
+				st->off = 0;
+			}
+			size_t want = st->alloc ? st->alloc : 4096;
+			while (want < st->len + n)
+				want *= 2;
+			if (want != st->alloc) {
+				st->buf = xrealloc(st->buf, want);
+				st->alloc = want;
+			}
+		}
+		memcpy(st->buf + st->len, data, n);
+		st->len += n;
+		stream_kick(st);
+	}
+	pthread_mutex_unlock(&st->lock);
+	return ok;
+}
+
+size_t
+http_stream_buffered(struct http_stream *st)
+{
+	pthread_mutex_lock(&st->lock);
+	size_t n = st->len - st->off;
+	pthread_mutex_unlock(&st->lock);
+	return n;
+}
+
+void
+http_stream_end(struct http_stream *st, bool abort)
+{
+	pthread_mutex_lock(&st->lock);
+	if (!st->done && !(st->ended && (st->aborted || !abort))) {
+		st->ended = true;
+		if (abort) {
+			st->aborted = true;
+			free(st->buf);
+			st->buf = NULL;
+			st->len = st->off = st->alloc = 0;
+			if (st->queued && !st->suspended && st->fd >= 0) {
+				/* Blocked on a client that does not read:
+				 * reset the connection rather than wait for
+				 * it (MHD sees the error and closes it on
+				 * its own thread; the descriptor stays
+				 * open until the response is gone). */
+				struct linger lg = {1, 0};
+				setsockopt(st->fd, SOL_SOCKET, SO_LINGER, &lg,
+					   sizeof(lg));
+				shutdown(st->fd, SHUT_RDWR);
+			}
+		}
+		stream_kick(st);
+	}
+	pthread_mutex_unlock(&st->lock);
+}
+
+void
+http_stream_release(struct http_stream *st)
+{
+	if (st)
+		stream_unref(st);
+}
+
+/* MHD's content reader: what is buffered, else the end, else suspend. */
+static ssize_t
+stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct http_stream *st = cls;
+	(void)pos;
+	ssize_t n;
+	pthread_mutex_lock(&st->lock);
+	if (st->len > st->off) {
+		size_t take = st->len - st->off;
+		if (take > max)
+			take = max;
+		memcpy(buf, st->buf + st->off, take);
+		st->off += take;
+		n = (ssize_t)take;
+	} else if (st->ended) {
+		n = st->aborted ? MHD_CONTENT_READER_END_WITH_ERROR
+				: MHD_CONTENT_READER_END_OF_STREAM;
+	} else {
+		st->suspended = true;
+		MHD_suspend_connection(st->conn);
+		n = 0;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return n;
+}
+
+/* MHD is done with the response: the stream is over. */
+static void
+stream_free(void *cls)
+{
+	struct http_stream *st = cls;
+	struct http_server *s = st->s;
+	pthread_mutex_lock(&st->lock);
+	st->done = true;
+	st->suspended = false;
+	free(st->buf);
+	st->buf = NULL;
+	st->len = st->off = st->alloc = 0;
+	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_lock(&s->stream_lock);
+	if (st->prev)
+		st->prev->next = st->next;
+	else
+		s->streams = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	pthread_mutex_unlock(&s->stream_lock);
+	if (st->on_closed)
+		st->on_closed(st->arg);
+	stream_unref(st);
+}
+
+/* Ends every open stream cleanly (the server is stopping). */
+static void
+end_streams(struct http_server *s)
+{
+	pthread_mutex_lock(&s->stream_lock);
+	for (struct http_stream *st = s->streams; st; st = st->next)
+		http_stream_end(st, false);
+	pthread_mutex_unlock(&s->stream_lock);
+}
+
+static enum MHD_Result
+send_stream(struct http_server *s, struct MHD_Connection *conn,
+	    struct http_response *res)
+{
+	struct http_stream *st = res->stream;
+	struct MHD_Response *r = MHD_create_response_from_callback(
+		MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st, stream_free);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				res->content_type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	MHD_add_response_header(r, "X-Accel-Buffering", "no");
+	for (int i = 0; i < res->nheaders; i++)
+		MHD_add_response_header(r, res->header_names[i],
+					res->header_values[i]);
+	pthread_mutex_lock(&st->lock);
+	st->queued = true;
+	pthread_mutex_unlock(&st->lock);
+	enum MHD_Result ok = MHD_queue_response(conn, (unsigned)res->status, r);
+	MHD_destroy_response(r); /* stream_free runs when MHD is done too */
+	metric_add(status_metric(s, res->status), 1);
+	sb_free(&res->body);
+	return ok;
+}
+
 static enum MHD_Result
 reply_too_large(struct http_server *s, struct MHD_Connection *conn)
 {
@@ -747,6 +992,8 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 		park(s, conn, st, &res);
 		return MHD_YES;
 	}
+	if (res.stream)
+		return send_stream(s, conn, &res);
 	int status = res.status;
 	enum MHD_Result ok = send_response(s, conn, &res);
 	log_debug("http", "%s %s %d %lldms", method, url, status,
@@ -829,7 +1076,11 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	size_t n = strlen(msg);
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = '\0';
-	log_warn("http", "%s", msg);
+	/* An event stream's client going away is how such streams end. */
+	if (strstr(msg, "is no longer available for sending"))
+		log_debug("http", "%s", msg);
+	else
+		log_warn("http", "%s", msg);
 }
 
 /* Binds the listening socket ourselves, so that errors name the address. */
@@ -953,6 +1204,7 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 		"Long-polls refused because too many wait already (429)");
 	pthread_mutex_init(&s->park_lock, NULL);
 	pthread_mutex_init(&s->conn_lock, NULL);
+	pthread_mutex_init(&s->stream_lock, NULL);
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -1015,6 +1267,7 @@ http_server_stop(struct http_server *s)
 	pthread_mutex_unlock(&s->park_lock);
 	pthread_join(s->park_thread, NULL);
 	resume_matching(s, NULL, false, true);
+	end_streams(s);
 	/* MHD_stop_daemon shuts every connection down at once, answered or
 	 * not: first let the requests in progress finish, up to a deadline. */
 	int64_t until = mono_ms() + DRAIN_TIMEOUT_MS;
@@ -1033,6 +1286,7 @@ http_server_stop(struct http_server *s)
 	pthread_cond_destroy(&s->park_cond);
 	pthread_mutex_destroy(&s->park_lock);
 	pthread_mutex_destroy(&s->conn_lock);
+	pthread_mutex_destroy(&s->stream_lock);
 	for (int i = 0; i < CLIENT_BUCKETS; i++)
 		while (s->clients[i]) {
 			struct client_slots *next = s->clients[i]->next;

@@ -5,7 +5,9 @@
 #include "engine/subflows.h"
 #include "engine/workflows.h"
 #include "http/api.h"
+#include "http/app.h"
 #include "http/fields.h"
+#include "http/sse.h"
 #include "store/actions_repo.h"
 #include "store/executions_repo.h"
 #include "store/subflows_repo.h"
@@ -149,7 +151,12 @@ workflows_events(struct http_request *req, struct http_response *res)
 		return;
 	struct db *db = api_db(req, res);
 	char ns_id[37];
-	if (db && api_namespace(req, res, db, ns_id)) {
+	if (db && sse_wanted(req)) { /* the live history (http/sse.c) */
+		struct app *app = req->app;
+		if (api_namespace(req, res, db, ns_id))
+			sse_workflow_stream(app->sse, req, res, db, ns_id, id,
+					    after);
+	} else if (db && api_namespace(req, res, db, ns_id)) {
 		struct err e = ERR_INIT;
 		char *json;
 		if (exec_events_json(db, ns_id, id, after, (int)limit, &json,

@@ -148,6 +148,22 @@ static const struct config_def defs[] = {
 	    "the node-flow server the client commands talk to"),
 	STR("namespace", "NODEFLOW_NAMESPACE", "default", namespace_name,
 	    "the namespace of the client commands"),
+	INT("sse-heartbeat-seconds", "NODEFLOW_SSE_HEARTBEAT_SECONDS", "15", 1,
+	    3600, sse_heartbeat_seconds,
+	    "seconds between keepalive comments on an idle event stream (each "
+	    "also re-reads the stream's history)"),
+	INT("sse-buffer-bytes", "NODEFLOW_SSE_BUFFER_BYTES", "1048576", 4096,
+	    1073741824, sse_buffer_bytes,
+	    "bytes an event stream may hold unsent; a client that falls "
+	    "further behind is cut off"),
+	INT("sse-max-streams", "NODEFLOW_SSE_MAX_STREAMS", "10000", 0, 1000000,
+	    sse_max_streams,
+	    "event streams one server keeps open at once (0: no limit); more "
+	    "get 429"),
+	INT("sse-max-streams-per-client", "NODEFLOW_SSE_MAX_STREAMS_PER_CLIENT",
+	    "100", 0, 1000000, sse_max_streams_per_client,
+	    "event streams one client address may keep open at once (0: no "
+	    "limit); more get 429"),
 };
 
 static bool

@@ -60,6 +60,10 @@ struct config {
 	char *conductor_namespace; /* the namespace of /api/... */
 	char *server;              /* the client commands' node-flow URL */
 	char *namespace_name;      /* the client commands' namespace */
+	long sse_heartbeat_seconds;
+	long sse_buffer_bytes;
+	long sse_max_streams;
+	long sse_max_streams_per_client;
 };
 
 /* Fills c from the defaults and the NODEFLOW_* environment. */

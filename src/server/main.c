@@ -28,6 +28,7 @@
 #include "http/app.h"
 #include "http/http.h"
 #include "http/routes.h"
+#include "http/sse.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/loop.h"
@@ -452,6 +453,18 @@ cmd_serve(struct command_line *cl)
 			return EXIT_FAILURE;
 		}
 	}
+	if (http) { /* the live history: one listener for the process */
+		struct sse_opts so = {
+			.database_url = cfg->database_url,
+			.pool = app.pool,
+			.heartbeat_seconds = (int)cfg->sse_heartbeat_seconds,
+			.buffer_bytes = (size_t)cfg->sse_buffer_bytes,
+			.max_streams = (unsigned)cfg->sse_max_streams,
+			.max_streams_per_client =
+				(unsigned)cfg->sse_max_streams_per_client,
+		};
+		app.sse = sse_start(&so);
+	}
 	struct loop *partitions = NULL, *sweeper = NULL, *signals = NULL;
 	struct loop *timers = NULL;
 	struct loop *polls = NULL;
@@ -508,7 +521,9 @@ cmd_serve(struct command_line *cl)
 	loop_stop(sweeper);
 	loop_stop(timers);
 	loop_stop(signals);
-	http_server_stop(http);
+	sse_stop(app.sse);
+	http_server_stop(http); /* ends the event streams */
+	sse_free(app.sse);
 	loop_stop(polls);
 	loop_stop(partitions);
 	db_pool_destroy(app.pool);

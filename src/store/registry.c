@@ -19,6 +19,7 @@ extern struct db_stmt *const conductor_repo_stmts[];
 extern struct db_stmt *const db_stmts[];
 extern struct db_stmt *const decide_repo_stmts[];
 extern struct db_stmt *const definitions_repo_stmts[];
+extern struct db_stmt *const events_repo_stmts[];
 extern struct db_stmt *const executions_repo_stmts[];
 extern struct db_stmt *const migrate_stmts[];
 extern struct db_stmt *const notify_stmts[];
@@ -36,6 +37,7 @@ static struct db_stmt *const *const modules[] = {
 	db_stmts,
 	decide_repo_stmts,
 	definitions_repo_stmts,
+	events_repo_stmts,
 	executions_repo_stmts,
 	migrate_stmts,
 	notify_stmts,

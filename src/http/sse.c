@@ -1,0 +1,665 @@
+#include "http/sse.h"
+
+#include "engine/listener.h"
+#include "http/api.h"
+#include "http/app.h"
+#include "runtime/log.h"
+#include "runtime/metrics.h"
+#include "store/events_repo.h"
+#include "store/pool.h"
+#include "util/mem.h"
+#include "util/strbuf.h"
+#include "util/timeutil.h"
+#include "util/uuid.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+enum {
+	BATCH = 200,         /* events read per query */
+	TICK_MS = 1000,      /* the hub's pass when nothing wakes it */
+	MAX_PENDING = 10000, /* notified events awaiting a status read */
+	ACQUIRE_MS = 5000,   /* waiting for a pool connection */
+	CLIENT_BUCKETS = 64,
+};
+
+static const char KEEPALIVE[] = ": keepalive\n\n";
+
+/* One open stream. */
+struct sub {
+	struct sub *next;
+	struct sse_hub *h;
+	struct http_stream *st;
+	bool ns_stream;
+	char ns_id[37];
+	char wf_id[37]; /* workflow streams */
+	char *name;     /* namespace streams: the ?name filter, or NULL */
+	char client[HTTP_ADDR_LEN];
+	/* Under the hub's lock: */
+	bool dirty;  /* read it (again) */
+	bool closed; /* the stream is over: reap */
+	bool busy;   /* the hub's thread works on it outside the lock */
+	bool cut;    /* cut off */
+	int64_t beat_due_ms;
+	/* The hub's thread only: */
+	int64_t cursor; /* last seq sent */
+	bool beat;
+	bool more;
+};
+
+struct client_count {
+	struct client_count *next;
+	unsigned n;
+	char addr[HTTP_ADDR_LEN];
+};
+
+struct sse_hub {
+	struct sse_opts o;
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* CLOCK_MONOTONIC */
+	pthread_t thread;
+	bool started, stop, wake;
+	struct loop *listener;
+	struct sub *subs;
+	unsigned nstreams, ns_streams;
+	struct client_count *clients[CLIENT_BUCKETS];
+	/* Notified (workflowId, seq) pairs for the namespace streams. */
+	char (*pend_ids)[37];
+	int64_t *pend_seqs;
+	int npend;
+	struct metric *m_streams, *m_events, *m_cutoffs, *m_refused, *m_dropped;
+};
+
+/* ------------------------------------------------------------- requests */
+
+bool
+sse_wanted(const struct http_request *req)
+{
+	const char *accept = http_header(req, "Accept");
+	if (!accept)
+		return false;
+	for (const char *p = accept; *p; p++)
+		if (strncasecmp(p, "text/event-stream", 17) == 0)
+			return true;
+	return false;
+}
+
+static unsigned
+client_bucket(const char *addr)
+{
+	uint32_t h = 2166136261u;
+	for (; *addr; addr++)
+		h = (h ^ (unsigned char)*addr) * 16777619u;
+	return h % CLIENT_BUCKETS;
+}
+
+/* Takes a stream place for sub's client, or answers 429 (lock held). */
+static bool
+take_place(struct sse_hub *h, struct sub *s, struct http_response *res)
+{
+	struct client_count **cp = &h->clients[client_bucket(s->client)];
+	while (*cp && strcmp((*cp)->addr, s->client) != 0)
+		cp = &(*cp)->next;
+	unsigned mine = *cp ? (*cp)->n : 0;
+	if (h->o.max_streams_per_client &&
+	    mine >= h->o.max_streams_per_client) {
+		http_fail(res, ERR_TOO_MANY,
+			  "%u event streams of %s are open already, the most "
+			  "one client may hold (--sse-max-streams-per-client)",
+			  mine, s->client);
+		return false;
+	}
+	if (h->o.max_streams && h->nstreams >= h->o.max_streams) {
+		http_fail(res, ERR_TOO_MANY,
+			  "%u event streams are open already, the most this "
+			  "server holds (--sse-max-streams)",
+			  h->nstreams);
+		return false;
+	}
+	if (!*cp) {
+		*cp = xcalloc(1, sizeof(**cp));
+		snprintf((*cp)->addr, sizeof((*cp)->addr), "%s", s->client);
+	}
+	(*cp)->n++;
+	h->nstreams++;
+	if (s->ns_stream)
+		h->ns_streams++;
+	return true;
+}
+
+static void
+give_place(struct sse_hub *h, struct sub *s)
+{
+	struct client_count **cp = &h->clients[client_bucket(s->client)];
+	while (*cp && strcmp((*cp)->addr, s->client) != 0)
+		cp = &(*cp)->next;
+	if (*cp && --(*cp)->n == 0) {
+		struct client_count *gone = *cp;
+		*cp = gone->next;
+		free(gone);
+	}
+	h->nstreams--;
+	if (s->ns_stream)
+		h->ns_streams--;
+}
+
+/* The stream is over (an MHD thread): give its place back, let the hub's
+ * thread reap it. */
+static void
+on_closed(void *arg)
+{
+	struct sub *s = arg;
+	struct sse_hub *h = s->h;
+	pthread_mutex_lock(&h->lock);
+	s->closed = true;
+	give_place(h, s);
+	h->wake = true;
+	pthread_cond_signal(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	metric_add(h->m_streams, -1);
+}
+
+/* Registers s and opens its stream, or answers 429 (and frees s). */
+static void
+open_stream(struct sse_hub *h, struct http_request *req,
+	    struct http_response *res, struct sub *s)
+{
+	s->h = h;
+	http_client_address(req, s->client);
+	pthread_mutex_lock(&h->lock);
+	bool ok = !h->stop && take_place(h, s, res);
+	if (ok) {
+		s->st = http_stream_open(req, res, "text/event-stream",
+					 on_closed, s);
+		if (!s->st) { /* the server is stopping */
+			give_place(h, s);
+			ok = false;
+			http_fail(res, ERR_UNAVAILABLE,
+				  "the server is stopping");
+		}
+	} else if (h->stop) {
+		http_fail(res, ERR_UNAVAILABLE, "the server is stopping");
+	}
+	if (ok) {
+		/* The opening comment sends the headers at once. */
+		http_stream_write(s->st, KEEPALIVE, sizeof(KEEPALIVE) - 1);
+		s->dirty = true;
+		s->beat_due_ms =
+			mono_ms() + 1000 * (int64_t)h->o.heartbeat_seconds;
+		s->next = h->subs;
+		h->subs = s;
+		h->wake = true;
+		pthread_cond_signal(&h->cond);
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (ok) {
+		metric_add(h->m_streams, 1);
+		return;
+	}
+	if (res->status == 429) {
+		metric_add(h->m_refused, 1);
+		http_add_header(res, "Retry-After", "1");
+	}
+	free(s->name);
+	free(s);
+}
+
+/* Last-Event-ID, when sent, wins over ?after: it is what a reconnecting
+ * EventSource sends with the URL it first opened. */
+static bool
+resume_point(struct http_request *req, struct http_response *res,
+	     int64_t *after)
+{
+	const char *last = http_header(req, "Last-Event-ID");
+	if (!last || !*last)
+		return true;
+	char *end;
+	errno = 0;
+	long long v = strtoll(last, &end, 10);
+	if (errno || *end || v < 0 || end == last) {
+		http_fail(res, ERR_INVALID,
+			  "Last-Event-ID \"%.40s\" is not an event id (a seq)",
+			  last);
+		return false;
+	}
+	*after = v;
+	return true;
+}
+
+void
+sse_workflow_stream(struct sse_hub *h, struct http_request *req,
+		    struct http_response *res, struct db *db, const char *ns_id,
+		    const char *id, int64_t after)
+{
+	if (!h) {
+		http_fail(res, ERR_UNAVAILABLE,
+			  "event streams are not served here");
+		return;
+	}
+	if (!resume_point(req, res, &after))
+		return;
+	struct err e = ERR_INIT;
+	bool found;
+	if (!events_workflow_exists(db, ns_id, id, &found, &e)) {
+		http_error(res, &e);
+		return;
+	}
+	if (!found) {
+		http_fail(res, ERR_NOT_FOUND, "workflow %s not found", id);
+		return;
+	}
+	struct sub *s = xcalloc(1, sizeof(*s));
+	snprintf(s->ns_id, sizeof(s->ns_id), "%s", ns_id);
+	snprintf(s->wf_id, sizeof(s->wf_id), "%s", id);
+	s->cursor = after;
+	open_stream(h, req, res, s);
+}
+
+void
+sse_namespace_events(struct http_request *req, struct http_response *res)
+{
+	struct app *app = req->app;
+	if (!sse_wanted(req)) {
+		http_fail(res, ERR_INVALID,
+			  "this endpoint is an event stream: send Accept: "
+			  "text/event-stream");
+		return;
+	}
+	if (!app->sse) {
+		http_fail(res, ERR_UNAVAILABLE,
+			  "event streams are not served here");
+		return;
+	}
+	const char *name = http_query(req, "name");
+	if (name && !*name) {
+		http_fail(res, ERR_INVALID,
+			  "query argument name must not be empty");
+		return;
+	}
+	struct db *db = api_db(req, res);
+	if (!db)
+		return;
+	char ns_id[37];
+	bool ok = api_namespace(req, res, db, ns_id);
+	api_db_release(req, db);
+	if (!ok)
+		return;
+	struct sub *s = xcalloc(1, sizeof(*s));
+	s->ns_stream = true;
+	snprintf(s->ns_id, sizeof(s->ns_id), "%s", ns_id);
+	s->name = name ? xstrdup(name) : NULL;
+	open_stream(app->sse, req, res, s);
+}
+
+/* ------------------------------------------------------------ listener */
+
+/* A notification (the listener's thread; must not block). */
+static void
+on_event(const struct workflow_event_ref *ev, void *arg)
+{
+	struct sse_hub *h = arg;
+	bool wake = false;
+	pthread_mutex_lock(&h->lock);
+	for (struct sub *s = h->subs; s; s = s->next)
+		if (!s->ns_stream && !s->closed &&
+		    strcmp(s->wf_id, ev->workflow_id) == 0) {
+			s->dirty = true;
+			wake = true;
+		}
+	if (h->ns_streams) {
+		if (h->npend < MAX_PENDING) {
+			memcpy(h->pend_ids[h->npend], ev->workflow_id, 37);
+			h->pend_seqs[h->npend] = ev->seq;
+			h->npend++;
+			wake = true;
+		} else {
+			metric_add(h->m_dropped, 1);
+		}
+	}
+	if (wake) {
+		h->wake = true;
+		pthread_cond_signal(&h->cond);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* After a reconnection notifications may have been lost: re-read all. */
+static void
+on_connect(struct sse_hub *h)
+{
+	pthread_mutex_lock(&h->lock);
+	for (struct sub *s = h->subs; s; s = s->next)
+		s->dirty = true;
+	h->wake = true;
+	pthread_cond_signal(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* --------------------------------------------------------------- writing */
+
+/* Writes to s's stream, cutting it off when its unsent bytes would pass
+ * the cap; false when the stream is over. */
+static bool
+sub_write(struct sub *s, const char *text, size_t n)
+{
+	struct sse_hub *h = s->h;
+	if (s->cut)
+		return false;
+	if (http_stream_buffered(s->st) + n > h->o.buffer_bytes) {
+		s->cut = true;
+		http_stream_end(s->st, true);
+		metric_add(h->m_cutoffs, 1);
+		log_info("sse",
+			 "cut off an event stream of %s: more than %zu bytes "
+			 "unsent (--sse-buffer-bytes)",
+			 s->client, h->o.buffer_bytes);
+		return false;
+	}
+	return http_stream_write(s->st, text, n);
+}
+
+struct read_ctx {
+	struct sub *s;
+	struct strbuf sb;
+	bool ok;
+};
+
+static void
+on_row(int64_t seq, const char *type, const char *json, void *arg)
+{
+	struct read_ctx *c = arg;
+	if (!c->ok)
+		return;
+	sb_reset(&c->sb);
+	sb_printf(&c->sb, "id: %" PRId64 "\nevent: %s\ndata: %s\n\n", seq, type,
+		  json);
+	c->ok = sub_write(c->s, sb_str(&c->sb), c->sb.len);
+	if (c->ok) {
+		c->s->cursor = seq;
+		metric_add(c->s->h->m_events, 1);
+	}
+}
+
+/* Reads one batch of s's events after its cursor; sets s->more when there
+ * may be more. */
+static bool
+read_batch(struct db *db, struct sub *s, struct err *e)
+{
+	struct read_ctx c = {s, STRBUF_INIT, true};
+	int n = 0;
+	bool ok = events_read(db, s->ns_id, s->wf_id, s->cursor, BATCH, on_row,
+			      &c, &n, e);
+	sb_free(&c.sb);
+	s->more = ok && c.ok && n == BATCH;
+	return ok;
+}
+
+/* The status changes of one pass: "ns_id\0def_name\0frame\0" each. */
+struct change_ctx {
+	struct strbuf all;
+	int n;
+};
+
+static void
+on_change(const char *ns_id, const char *def_name, const char *json, void *arg)
+{
+	struct change_ctx *c = arg;
+	sb_append(&c->all, ns_id, strlen(ns_id) + 1);
+	sb_append(&c->all, def_name, strlen(def_name) + 1);
+	sb_printf(&c->all, "event: workflow\ndata: %s\n\n", json);
+	sb_putc(&c->all, '\0');
+	c->n++;
+}
+
+/* Writes each change to every namespace stream it matches (hub lock held:
+ * the list may not change meanwhile). */
+static void
+fan_out(struct sse_hub *h, const struct change_ctx *c)
+{
+	const char *p = c->all.ptr;
+	for (int i = 0; i < c->n; i++) {
+		const char *ns_id = p;
+		const char *def_name = ns_id + strlen(ns_id) + 1;
+		const char *frame = def_name + strlen(def_name) + 1;
+		size_t len = strlen(frame);
+		p = frame + len + 1;
+		for (struct sub *s = h->subs; s; s = s->next) {
+			if (!s->ns_stream || s->closed ||
+			    strcmp(s->ns_id, ns_id) != 0 ||
+			    (s->name && strcmp(s->name, def_name) != 0))
+				continue;
+			if (sub_write(s, frame, len))
+				metric_add(h->m_events, 1);
+		}
+	}
+}
+
+/* ------------------------------------------------------------- the loop */
+
+static void
+reap(struct sse_hub *h)
+{
+	for (struct sub **sp = &h->subs; *sp;) {
+		struct sub *s = *sp;
+		if (s->closed && !s->busy) {
+			*sp = s->next;
+			http_stream_release(s->st);
+			free(s->name);
+			free(s);
+		} else {
+			sp = &s->next;
+		}
+	}
+}
+
+static void *
+hub_main(void *arg)
+{
+	struct sse_hub *h = arg;
+	struct sub **work = NULL;
+	size_t work_cap = 0;
+	int pend_cap = 0;
+	char(*ids)[37] = NULL;
+	int64_t *seqs = NULL;
+	const char **id_ptrs = NULL;
+	pthread_mutex_lock(&h->lock);
+	while (!h->stop) {
+		if (!h->wake) {
+			struct timespec until = mono_deadline(TICK_MS);
+			pthread_cond_timedwait(&h->cond, &h->lock, &until);
+			if (h->stop)
+				break;
+		}
+		h->wake = false;
+		reap(h);
+		int64_t now = mono_ms();
+		size_t nwork = 0;
+		for (struct sub *s = h->subs; s; s = s->next) {
+			if (s->closed)
+				continue;
+			s->beat = now >= s->beat_due_ms;
+			if (s->beat) {
+				s->beat_due_ms =
+					now +
+					1000 * (int64_t)h->o.heartbeat_seconds;
+				s->dirty = true; /* and look again */
+			}
+			if (!s->dirty)
+				continue;
+			s->dirty = false;
+			s->busy = true;
+			if (nwork == work_cap) {
+				work_cap = work_cap ? 2 * work_cap : 64;
+				work = xrealloc(work, work_cap * sizeof(*work));
+			}
+			work[nwork++] = s;
+		}
+		int npend = h->npend;
+		if (npend) {
+			if (npend > pend_cap) {
+				pend_cap = npend;
+				ids = xrealloc(ids, (size_t)npend * 37);
+				seqs = xrealloc(seqs,
+						(size_t)npend * sizeof(*seqs));
+				id_ptrs = xrealloc(id_ptrs,
+						   (size_t)npend *
+							   sizeof(*id_ptrs));
+			}
+			memcpy(ids, h->pend_ids, (size_t)npend * 37);
+			memcpy(seqs, h->pend_seqs,
+			       (size_t)npend * sizeof(*seqs));
+			h->npend = 0;
+		}
+		pthread_mutex_unlock(&h->lock);
+
+		struct db *db = NULL;
+		struct err e = ERR_INIT;
+		bool failed = false;
+		for (size_t i = 0; i < nwork; i++) {
+			struct sub *s = work[i];
+			s->more = false;
+			if (s->beat &&
+			    !sub_write(s, KEEPALIVE, sizeof(KEEPALIVE) - 1))
+				continue;
+			if (s->ns_stream || s->cut || failed)
+				continue;
+			if (!db)
+				db = db_pool_acquire(h->o.pool, ACQUIRE_MS, &e);
+			if (!db || !read_batch(db, s, &e)) {
+				failed = true;
+				s->more = true; /* again on the next pass */
+			}
+		}
+		if (npend && !failed) {
+			if (!db)
+				db = db_pool_acquire(h->o.pool, ACQUIRE_MS, &e);
+			for (int i = 0; i < npend; i++)
+				id_ptrs[i] = ids[i];
+			struct change_ctx c = {STRBUF_INIT, 0};
+			if (db &&
+			    events_workflow_changes(db, id_ptrs, seqs, npend,
+						    on_change, &c, &e)) {
+				pthread_mutex_lock(&h->lock);
+				fan_out(h, &c);
+				pthread_mutex_unlock(&h->lock);
+			} else {
+				failed = true;
+			}
+			sb_free(&c.all);
+		}
+		if (db)
+			db_pool_release(h->o.pool, db);
+		if (failed)
+			log_warn("sse", "reading events failed: %s", e.msg);
+
+		pthread_mutex_lock(&h->lock);
+		for (size_t i = 0; i < nwork; i++) {
+			struct sub *s = work[i];
+			s->busy = false;
+			if (s->more) {
+				s->dirty = true;
+				if (!failed) /* a failure waits for the tick */
+					h->wake = true;
+			}
+		}
+	}
+	pthread_mutex_unlock(&h->lock);
+	free(work);
+	free(ids);
+	free(seqs);
+	free(id_ptrs);
+	return NULL;
+}
+
+static void
+listener_connected(void *arg)
+{
+	on_connect(arg);
+}
+
+struct sse_hub *
+sse_start(const struct sse_opts *o)
+{
+	struct sse_hub *h = xcalloc(1, sizeof(*h));
+	h->o = *o;
+	if (h->o.heartbeat_seconds < 1)
+		h->o.heartbeat_seconds = 1;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	h->pend_ids = xcalloc(MAX_PENDING, sizeof(*h->pend_ids));
+	h->pend_seqs = xcalloc(MAX_PENDING, sizeof(*h->pend_seqs));
+	h->m_streams = metric_register(METRIC_GAUGE, "nodeflow_sse_streams", "",
+				       "Event streams open");
+	h->m_events =
+		metric_register(METRIC_COUNTER, "nodeflow_sse_events_total", "",
+				"Events written to event streams");
+	h->m_cutoffs = metric_register(
+		METRIC_COUNTER, "nodeflow_sse_cutoffs_total", "",
+		"Event streams cut off for not reading (--sse-buffer-bytes)");
+	h->m_refused = metric_register(
+		METRIC_COUNTER, "nodeflow_sse_refused_total", "",
+		"Event streams refused because too many are open (429)");
+	h->m_dropped = metric_register(
+		METRIC_COUNTER, "nodeflow_sse_changes_dropped_total", "",
+		"Notifications not read for namespace streams (too many "
+		"waiting)");
+	if (pthread_create(&h->thread, NULL, hub_main, h) != 0) {
+		fprintf(stderr, "fatal: could not start the event streams\n");
+		abort();
+	}
+	h->started = true;
+	h->listener = listener_start_ex(o->database_url, on_event,
+					listener_connected, h);
+	return h;
+}
+
+void
+sse_stop(struct sse_hub *h)
+{
+	if (!h)
+		return;
+	loop_stop(h->listener);
+	h->listener = NULL;
+	pthread_mutex_lock(&h->lock);
+	h->stop = true;
+	pthread_cond_signal(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	if (h->started)
+		pthread_join(h->thread, NULL);
+	h->started = false;
+}
+
+void
+sse_free(struct sse_hub *h)
+{
+	if (!h)
+		return;
+	sse_stop(h);
+	for (struct sub *s = h->subs; s;) {
+		struct sub *next = s->next;
+		http_stream_release(s->st);
+		free(s->name);
+		free(s);
+		s = next;
+	}
+	for (int i = 0; i < CLIENT_BUCKETS; i++)
+		while (h->clients[i]) {
+			struct client_count *next = h->clients[i]->next;
+			free(h->clients[i]);
+			h->clients[i] = next;
+		}
+	free(h->pend_ids);
+	free(h->pend_seqs);
+	pthread_cond_destroy(&h->cond);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
