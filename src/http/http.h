@@ -137,21 +137,26 @@ uint64_t http_wake_seq(const struct http_request *req, const char *key);
  * is suspended (no thread, no timeout); a write resumes it.  When the
  * stream is over — ended, aborted, the client gone, or the server
  * stopping (which ends every stream cleanly) — on_closed(arg) is called
- * once, on an MHD thread, and must not block.  The caller holds one
+ * once, on an MHD thread, and must not block; on_drained(arg) (may be
+ * NULL) likewise each time the connection has taken every byte written,
+ * which lets a writer hold back until its client keeps up.  The caller
+ * holds one
  * reference, dropped with http_stream_release (any time, any thread).
  * Returns NULL when the server is stopping: answer normally.
  */
 struct http_stream;
-typedef void http_stream_closed_fn(void *arg);
+typedef void http_stream_fn(void *arg);
 struct http_stream *http_stream_open(struct http_request *req,
 				     struct http_response *res,
 				     const char *ctype,
-				     http_stream_closed_fn *on_closed,
-				     void *arg);
+				     http_stream_fn *on_closed,
+				     http_stream_fn *on_drained, void *arg);
 /* Appends n bytes (any thread); false once the stream is over. */
 bool http_stream_write(struct http_stream *st, const char *data, size_t n);
 /* Bytes written and not yet taken by the connection. */
 size_t http_stream_buffered(struct http_stream *st);
+/* Bytes the connection has taken since the stream opened. */
+uint64_t http_stream_sent(struct http_stream *st);
 /* Ends the stream: cleanly once what is buffered is sent, or (abort) at
  * once, dropping the buffer and closing the connection. */
 void http_stream_end(struct http_stream *st, bool abort);

@@ -86,7 +86,8 @@ struct http_stream {
 	bool ended, aborted;
 	bool done; /* the response is gone: writes are refused */
 	int refs;
-	http_stream_closed_fn *on_closed;
+	uint64_t sent;
+	http_stream_fn *on_closed, *on_drained;
 	void *arg;
 };
 
@@ -650,7 +651,8 @@ stream_unref(struct http_stream *st)
 
 struct http_stream *
 http_stream_open(struct http_request *req, struct http_response *res,
-		 const char *ctype, http_stream_closed_fn *on_closed, void *arg)
+		 const char *ctype, http_stream_fn *on_closed,
+		 http_stream_fn *on_drained, void *arg)
 {
 	struct http_server *s = req->server;
 	if (atomic_load(&s->stopping))
@@ -664,6 +666,7 @@ http_stream_open(struct http_request *req, struct http_response *res,
 	st->fd = ci ? ci->connect_fd : -1;
 	st->refs = 2; /* the caller's, and the response's */
 	st->on_closed = on_closed;
+	st->on_drained = on_drained;
 	st->arg = arg;
 	pthread_mutex_lock(&s->stream_lock);
 	st->next = s->streams;
@@ -727,6 +730,15 @@ http_stream_buffered(struct http_stream *st)
 	return n;
 }
 
+uint64_t
+http_stream_sent(struct http_stream *st)
+{
+	pthread_mutex_lock(&st->lock);
+	uint64_t n = st->sent;
+	pthread_mutex_unlock(&st->lock);
+	return n;
+}
+
 void
 http_stream_end(struct http_stream *st, bool abort)
 {
@@ -776,6 +788,7 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			take = max;
 		memcpy(buf, st->buf + st->off, take);
 		st->off += take;
+		st->sent += take;
 		n = (ssize_t)take;
 	} else if (st->ended) {
 		n = st->aborted ? MHD_CONTENT_READER_END_WITH_ERROR
@@ -786,6 +799,8 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		n = 0;
 	}
 	pthread_mutex_unlock(&st->lock);
+	if (n == 0 && st->on_drained)
+		st->on_drained(st->arg);
 	return n;
 }
 

@@ -45,11 +45,16 @@ struct sub {
 	bool closed; /* the stream is over: reap */
 	bool busy;   /* the hub's thread works on it outside the lock */
 	bool cut;    /* cut off */
+	bool held;   /* more to read, waiting for the client to take what is
+			buffered (on_drained) */
 	int64_t beat_due_ms;
 	/* The hub's thread only: */
 	int64_t cursor; /* last seq sent */
 	bool beat;
 	bool more;
+	bool hold;             /* held back this pass */
+	uint64_t sent_at_beat; /* bytes taken by the previous heartbeat */
+	bool pending_at_beat;  /* and bytes were waiting then */
 };
 
 struct client_count {
@@ -164,6 +169,22 @@ on_closed(void *arg)
 	metric_add(h->m_streams, -1);
 }
 
+/* The client took every byte written: a stream held back reads on. */
+static void
+on_drained(void *arg)
+{
+	struct sub *s = arg;
+	struct sse_hub *h = s->h;
+	pthread_mutex_lock(&h->lock);
+	if (s->held) {
+		s->held = false;
+		s->dirty = true;
+		h->wake = true;
+		pthread_cond_signal(&h->cond);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
 /* Registers s and opens its stream, or answers 429 (and frees s). */
 static void
 open_stream(struct sse_hub *h, struct http_request *req,
@@ -175,7 +196,7 @@ open_stream(struct sse_hub *h, struct http_request *req,
 	bool ok = !h->stop && take_place(h, s, res);
 	if (ok) {
 		s->st = http_stream_open(req, res, "text/event-stream",
-					 on_closed, s);
+					 on_closed, on_drained, s);
 		if (!s->st) { /* the server is stopping */
 			give_place(h, s);
 			ok = false;
@@ -342,22 +363,28 @@ on_connect(struct sse_hub *h)
 
 /* --------------------------------------------------------------- writing */
 
+static void
+cut_off(struct sub *s, const char *why)
+{
+	struct sse_hub *h = s->h;
+	s->cut = true;
+	http_stream_end(s->st, true);
+	metric_add(h->m_cutoffs, 1);
+	log_info("sse", "cut off an event stream of %s: %s", s->client, why);
+}
+
 /* Writes to s's stream, cutting it off when its unsent bytes would pass
- * the cap; false when the stream is over. */
+ * the cap (one event, however large, always fits an empty buffer); false
+ * when the stream is over. */
 static bool
 sub_write(struct sub *s, const char *text, size_t n)
 {
 	struct sse_hub *h = s->h;
 	if (s->cut)
 		return false;
-	if (http_stream_buffered(s->st) + n > h->o.buffer_bytes) {
-		s->cut = true;
-		http_stream_end(s->st, true);
-		metric_add(h->m_cutoffs, 1);
-		log_info("sse",
-			 "cut off an event stream of %s: more than %zu bytes "
-			 "unsent (--sse-buffer-bytes)",
-			 s->client, h->o.buffer_bytes);
+	size_t buffered = http_stream_buffered(s->st);
+	if (buffered && buffered + n > h->o.buffer_bytes) {
+		cut_off(s, "its unsent bytes would pass --sse-buffer-bytes");
 		return false;
 	}
 	return http_stream_write(s->st, text, n);
@@ -367,6 +394,7 @@ struct read_ctx {
 	struct sub *s;
 	struct strbuf sb;
 	bool ok;
+	bool full; /* stopped: half the cap is buffered */
 };
 
 static void
@@ -382,6 +410,12 @@ on_row(int64_t seq, const char *type, const char *json, void *arg)
 	if (c->ok) {
 		c->s->cursor = seq;
 		metric_add(c->s->h->m_events, 1);
+		/* Enough buffered: the rest waits for the client. */
+		if (http_stream_buffered(c->s->st) >=
+		    c->s->h->o.buffer_bytes / 2) {
+			c->full = true;
+			c->ok = false;
+		}
 	}
 }
 
@@ -390,12 +424,13 @@ on_row(int64_t seq, const char *type, const char *json, void *arg)
 static bool
 read_batch(struct db *db, struct sub *s, struct err *e)
 {
-	struct read_ctx c = {s, STRBUF_INIT, true};
+	struct read_ctx c = {s, STRBUF_INIT, true, false};
 	int n = 0;
 	bool ok = events_read(db, s->ns_id, s->wf_id, s->cursor, BATCH, on_row,
 			      &c, &n, e);
 	sb_free(&c.sb);
 	s->more = ok && c.ok && n == BATCH;
+	s->hold = ok && c.full;
 	return ok;
 }
 
@@ -523,11 +558,31 @@ hub_main(void *arg)
 		for (size_t i = 0; i < nwork; i++) {
 			struct sub *s = work[i];
 			s->more = false;
-			if (s->beat &&
-			    !sub_write(s, KEEPALIVE, sizeof(KEEPALIVE) - 1))
-				continue;
+			s->hold = false;
+			size_t buffered = http_stream_buffered(s->st);
+			if (s->beat) {
+				/* Bytes waiting at the last heartbeat and not
+				 * one taken since: the client does not read. */
+				uint64_t sent = http_stream_sent(s->st);
+				if (s->pending_at_beat && buffered &&
+				    sent == s->sent_at_beat) {
+					cut_off(s, "it took nothing in a "
+						   "heartbeat");
+					continue;
+				}
+				s->sent_at_beat = sent;
+				s->pending_at_beat = buffered > 0;
+				if (!buffered &&
+				    !sub_write(s, KEEPALIVE,
+					       sizeof(KEEPALIVE) - 1))
+					continue;
+			}
 			if (s->ns_stream || s->cut || failed)
 				continue;
+			if (buffered >= h->o.buffer_bytes / 2) {
+				s->hold = true; /* until it drains */
+				continue;
+			}
 			if (!db)
 				db = db_pool_acquire(h->o.pool, ACQUIRE_MS, &e);
 			if (!db || !read_batch(db, s, &e)) {
@@ -561,6 +616,14 @@ hub_main(void *arg)
 		for (size_t i = 0; i < nwork; i++) {
 			struct sub *s = work[i];
 			s->busy = false;
+			/* Under the lock, so on_drained either finds the flag
+			 * or ran before the buffer is looked at. */
+			if (s->hold && !s->cut) {
+				if (http_stream_buffered(s->st))
+					s->held = true;
+				else
+					s->more = true;
+			}
 			if (s->more) {
 				s->dirty = true;
 				if (!failed) /* a failure waits for the tick */

@@ -154,8 +154,9 @@ static const struct config_def defs[] = {
 	    "also re-reads the stream's history)"),
 	INT("sse-buffer-bytes", "NODEFLOW_SSE_BUFFER_BYTES", "1048576", 4096,
 	    1073741824, sse_buffer_bytes,
-	    "bytes an event stream may hold unsent; a client that falls "
-	    "further behind is cut off"),
+	    "bytes an event stream may hold unsent; reading waits while half "
+	    "of it waits, and a client that takes nothing for a heartbeat, "
+	    "or would pass it, is cut off"),
 	INT("sse-max-streams", "NODEFLOW_SSE_MAX_STREAMS", "10000", 0, 1000000,
 	    sse_max_streams,
 	    "event streams one server keeps open at once (0: no limit); more "

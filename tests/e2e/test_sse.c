@@ -41,7 +41,7 @@
 
 enum {
 	WAIT_MS = 15000,
-	MAX_EVENTS = 4096,
+	MAX_EVENTS = 8192,
 };
 
 #define NS "/v1/ns/default"
@@ -642,7 +642,8 @@ drained_to_end(void *arg)
 
 Test(sse, slow)
 {
-	const char *flags[] = {"--sse-buffer-bytes", "65536", NULL};
+	const char *flags[] = {"--sse-buffer-bytes", "65536",
+			       "--sse-heartbeat-seconds", "1", NULL};
 	setup(flags);
 	const struct th_server *s = &servers[0];
 	put_workflow(s, "idle", "never", 1);
@@ -651,8 +652,8 @@ Test(sse, slow)
 	events_path(path, sizeof(path), id);
 	int fd = idle_client(s, path);
 	wait_metric(s, "nodeflow_sse_streams 1\n");
-	/* 4000 events of 1 KB each: far more than the socket buffers and
-	 * the stream's cap hold. */
+	/* 4000 events of 1 KB each (seqs 1001-5000): far more than the
+	 * socket buffers and the stream's cap hold. */
 	const char *params[] = {id};
 	PQclear(th_query(
 		sql,
@@ -671,10 +672,22 @@ Test(sse, slow)
 	cr_assert_lt(d.bytes, (size_t)4000 * 1000,
 		     "the whole history arrived (%zu bytes)", d.bytes);
 	close(fd);
-	/* The server still serves streams. */
-	struct sse *c = sse_open(s, path, "1003", 0, NULL);
-	wait_seq(c, 1004);
+	/* A client that reads gets the whole 4 MB history through the same
+	 * 64 KB cap: the reads wait for it, it is not cut off. */
+	struct sse *c = sse_open(s, path, NULL, 0, NULL);
+	wait_seq(c, 5000);
+	pthread_mutex_lock(&c->mu);
+	for (int i = 1; i < c->n; i++)
+		cr_assert_gt(c->seqs[i], c->seqs[i - 1], "out of order at %d",
+			     i);
+	long long all = th_int(sql,
+			       "SELECT count(*) FROM \"WorkflowEvents\""
+			       " WHERE \"workflowId\" = $1::uuid",
+			       1, params);
+	cr_assert_eq(c->n, all, "%d events of %lld", c->n, all);
+	pthread_mutex_unlock(&c->mu);
 	sse_close(c);
+	wait_metric(s, "nodeflow_sse_cutoffs_total 1\n");
 }
 
 static void
