@@ -577,8 +577,12 @@ hub_main(void *arg)
 					       sizeof(KEEPALIVE) - 1))
 					continue;
 			}
-			if (s->ns_stream || s->cut || failed)
+			if (s->ns_stream || s->cut)
 				continue;
+			if (failed) { /* the database is away: next pass */
+				s->more = true;
+				continue;
+			}
 			if (buffered >= h->o.buffer_bytes / 2) {
 				s->hold = true; /* until it drains */
 				continue;

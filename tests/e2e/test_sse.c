@@ -16,6 +16,7 @@
  *   errors      404 JSON for an unknown workflow before any stream; 429
  *               JSON over the per-client and total caps; without Accept
  *               the endpoint stays the JSON one.
+ *   shutdown    SIGTERM ends open streams cleanly; the server exits 0.
  *   listener    empty and garbage payloads on the channel are ignored
  *               (counted) and the stream still delivers the next event;
  *               an event written without a notification is delivered by
@@ -245,6 +246,7 @@ struct sse {
 	int comments;
 	atomic_bool stop, done;
 	long status;
+	int rc; /* curl's: CURLE_OK for a stream that ended cleanly */
 	char ctype[128];
 };
 
@@ -344,13 +346,14 @@ sse_main(void *arg)
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	if (c->interface[0])
 		curl_easy_setopt(h, CURLOPT_INTERFACE, c->interface);
-	curl_easy_perform(h);
+	CURLcode rc = curl_easy_perform(h);
 	long status = 0;
 	char *ct = NULL;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
 	pthread_mutex_lock(&c->mu);
 	c->status = status;
+	c->rc = (int)rc;
 	snprintf(c->ctype, sizeof(c->ctype), "%s", ct ? ct : "");
 	pthread_mutex_unlock(&c->mu);
 	curl_slist_free_all(hdr);
@@ -809,4 +812,28 @@ Test(sse, listener)
 	th_exec(sql, "SET session_replication_role = DEFAULT");
 	wait_seq(c, 500);
 	sse_close(c);
+}
+
+Test(sse, shutdown)
+{
+	setup(NULL);
+	struct th_server *s = &servers[0];
+	put_workflow(s, "stopping", "sq", 1);
+	char id[37], path[256];
+	start_workflow(s, "stopping", id);
+	events_path(path, sizeof(path), id);
+	struct sse *c = sse_open(s, path, NULL, 0, NULL);
+	struct sse *n = sse_open(s, NS "/events", NULL, 0, NULL);
+	wait_seq(c, 1);
+	wait_open(n);
+	/* SIGTERM: both streams end cleanly and the server exits 0. */
+	cr_assert_eq(th_server_stop(s), 0);
+	cr_assert(th_wait_until(WAIT_MS, sse_done, c), "the stream went on");
+	cr_assert(th_wait_until(WAIT_MS, sse_done, n), "the stream went on");
+	cr_assert_eq(c->status, 200);
+	cr_assert_eq(n->status, 200);
+	cr_assert_eq(c->rc, CURLE_OK, "%s", curl_easy_strerror(c->rc));
+	cr_assert_eq(n->rc, CURLE_OK, "%s", curl_easy_strerror(n->rc));
+	sse_close(c);
+	sse_close(n);
 }
