@@ -257,7 +257,8 @@ export async function detailPage(view, { parts, params }) {
     if (again) { again = false; return refresh(); }
   }
   let debounce = null;
-  function soon() { clearTimeout(debounce); debounce = setTimeout(refresh, 150); }
+  // At most one refresh per 250 ms however fast the events come.
+  function soon() { if (!debounce) debounce = setTimeout(() => { debounce = null; refresh(); }, 250); }
 
   function renderAll() {
     renderTitle(); renderSummary(); renderActions(); renderGraph(); renderTimeline(); renderTask(); renderJson();

@@ -109,9 +109,13 @@ export async function executionsPage(view, { params }) {
     }
     return true;
   }
+  // At most MAX_PENDING ids are kept, however long the tab stays open.
+  const MAX_PENDING = 1000;
+  function note(id) { if (pending.size < MAX_PENDING) pending.add(id); }
   function showPending() {
+    const n = pending.size >= MAX_PENDING ? `${MAX_PENDING}+` : String(pending.size);
     pendingBar.classList.toggle('has', pending.size > 0);
-    pendingBtn.textContent = pending.size ? `${pending.size} new execution${pending.size > 1 ? 's' : ''} — show` : '';
+    pendingBtn.textContent = pending.size ? `${n} new execution${pending.size > 1 ? 's' : ''} — show` : '';
   }
   pendingBtn.addEventListener('click', () => { pending.clear(); showPending(); load(true); });
 
@@ -152,13 +156,13 @@ export async function executionsPage(view, { params }) {
     onEvent(ev) {
       if (ev.event !== 'workflow') return;
       const wf = JSON.parse(ev.data);
-      if (!update(wf) && matches(wf)) { pending.add(wf.id); showPending(); }
+      if (!update(wf) && matches(wf)) { note(wf.id); showPending(); }
     },
     fallback() {
       live = poller(async () => {
         const r = await get('workflows' + args({}));
         for (const wf of r.items) {
-          if (!update(wf) && matches(wf)) pending.add(wf.id);
+          if (!update(wf) && matches(wf)) note(wf.id);
         }
         showPending();
       }, 5000, 'ns-poll');
