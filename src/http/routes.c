@@ -7,6 +7,8 @@
 #include "http/ops.h"
 #include "http/queues.h"
 #include "http/sse.h"
+#include "http/summary.h"
+#include "http/ui.h"
 #include "http/workflows.h"
 
 const struct http_route http_routes[] = {
@@ -17,6 +19,7 @@ const struct http_route http_routes[] = {
 
 	/* namespaces and definitions (http/definitions.c) */
 	{"PUT", "/v1/namespaces/{ns}", definitions_namespace_put},
+	{"GET", "/v1/namespaces", summary_namespaces},
 	{"GET", "/v1/ns/{ns}/task-definitions", definitions_task_list},
 	{"PUT", "/v1/ns/{ns}/task-definitions/{name}", definitions_task_put},
 	{"GET", "/v1/ns/{ns}/task-definitions/{name}", definitions_task_get},
@@ -58,6 +61,14 @@ const struct http_route http_routes[] = {
 	 queues_release},
 	{"POST", "/v1/ns/{ns}/queues/{queue}/tasks/{taskId}/defer",
 	 queues_defer},
+
+	/* summaries for the dashboard (http/summary.c) */
+	{"GET", "/v1/ns/{ns}/queues", summary_queues},
+	{"GET", "/v1/ns/{ns}/stats", summary_stats},
+
+	/* the dashboard's embedded files (http/ui.c) */
+	{"GET", "/", ui_index},
+	{"GET", "/ui/{file}", ui_file},
 
 	/* the Conductor-compatible API (http/conductor_*.c); the first
 	 * matching route wins, so literal segments come first */

@@ -16,6 +16,7 @@
 
 extern struct db_stmt *const actions_repo_stmts[];
 extern struct db_stmt *const conductor_repo_stmts[];
+extern struct db_stmt *const dashboard_repo_stmts[];
 extern struct db_stmt *const db_stmts[];
 extern struct db_stmt *const decide_repo_stmts[];
 extern struct db_stmt *const definitions_repo_stmts[];
@@ -34,6 +35,7 @@ extern struct db_stmt *const timers_repo_stmts[];
 static struct db_stmt *const *const modules[] = {
 	actions_repo_stmts,
 	conductor_repo_stmts,
+	dashboard_repo_stmts,
 	db_stmts,
 	decide_repo_stmts,
 	definitions_repo_stmts,
