@@ -6,6 +6,7 @@
 #include "http/definitions.h"
 #include "http/ops.h"
 #include "http/queues.h"
+#include "http/sinks.h"
 #include "http/workflows.h"
 
 const struct http_route http_routes[] = {
@@ -54,6 +55,21 @@ const struct http_route http_routes[] = {
 	 queues_release},
 	{"POST", "/v1/ns/{ns}/queues/{queue}/tasks/{taskId}/defer",
 	 queues_defer},
+
+	/* the outbox: sinks, status listeners, dead letter (http/sinks.c) */
+	{"GET", "/v1/ns/{ns}/sinks", sinks_list},
+	{"PUT", "/v1/ns/{ns}/sinks/{name}", sinks_put},
+	{"GET", "/v1/ns/{ns}/sinks/{name}", sinks_get},
+	{"DELETE", "/v1/ns/{ns}/sinks/{name}", sinks_delete},
+	{"GET", "/v1/ns/{ns}/status-listeners", sinks_listener_list},
+	{"PUT", "/v1/ns/{ns}/status-listeners/{workflowName}",
+	 sinks_listener_put},
+	{"GET", "/v1/ns/{ns}/status-listeners/{workflowName}",
+	 sinks_listener_get},
+	{"DELETE", "/v1/ns/{ns}/status-listeners/{workflowName}",
+	 sinks_listener_delete},
+	{"GET", "/v1/ns/{ns}/outbox/dead-letter", sinks_dead_list},
+	{"POST", "/v1/ns/{ns}/outbox/dead-letter/replay", sinks_dead_replay},
 
 	/* the Conductor-compatible API (http/conductor_*.c); the first
 	 * matching route wins, so literal segments come first */
