@@ -39,6 +39,7 @@ DEB_PACKAGES=(
   gcc make meson ninja-build pkg-config            # C toolchain and build system
   libmicrohttpd-dev libjansson-dev libpq-dev       # libraries the server links
   libcurl4-openssl-dev                             # HTTP client library
+  libssl-dev                                       # libcrypto: HMAC signatures of outbox deliveries
   duktape-dev libjq-dev                            # INLINE (JavaScript) and JSON_JQ_TRANSFORM tasks
   libcriterion-dev                                 # unit test framework
   clang libclang-rt-14-dev                         # clang: sanitizer and libFuzzer builds (fuzz/)

@@ -6,6 +6,7 @@
 #include "http/definitions.h"
 #include "http/ops.h"
 #include "http/queues.h"
+#include "http/sinks.h"
 #include "http/sse.h"
 #include "http/summary.h"
 #include "http/ui.h"
@@ -69,6 +70,21 @@ const struct http_route http_routes[] = {
 	/* the dashboard's embedded files (http/ui.c) */
 	{"GET", "/", ui_index},
 	{"GET", "/ui/{file}", ui_file},
+
+	/* the outbox: sinks, status listeners, dead letter (http/sinks.c) */
+	{"GET", "/v1/ns/{ns}/sinks", sinks_list},
+	{"PUT", "/v1/ns/{ns}/sinks/{name}", sinks_put},
+	{"GET", "/v1/ns/{ns}/sinks/{name}", sinks_get},
+	{"DELETE", "/v1/ns/{ns}/sinks/{name}", sinks_delete},
+	{"GET", "/v1/ns/{ns}/status-listeners", sinks_listener_list},
+	{"PUT", "/v1/ns/{ns}/status-listeners/{workflowName}",
+	 sinks_listener_put},
+	{"GET", "/v1/ns/{ns}/status-listeners/{workflowName}",
+	 sinks_listener_get},
+	{"DELETE", "/v1/ns/{ns}/status-listeners/{workflowName}",
+	 sinks_listener_delete},
+	{"GET", "/v1/ns/{ns}/outbox/dead-letter", sinks_dead_list},
+	{"POST", "/v1/ns/{ns}/outbox/dead-letter/replay", sinks_dead_replay},
 
 	/* the Conductor-compatible API (http/conductor_*.c); the first
 	 * matching route wins, so literal segments come first */

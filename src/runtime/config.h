@@ -57,6 +57,13 @@ struct config {
 	long system_tasks_interval_ms;
 	long http_max_in_flight;
 	long script_timeout_ms;
+	long outbox_interval_ms;
+	long outbox_max_in_flight;
+	long outbox_max_attempts;
+	long outbox_backoff_ms;
+	long outbox_backoff_max_ms;
+	long outbox_timeout_ms;
+	long outbox_retention_hours;
 	char *conductor_namespace; /* the namespace of /api/... */
 	char *server;              /* the client commands' node-flow URL */
 	char *namespace_name;      /* the client commands' namespace */

@@ -21,6 +21,7 @@
 #include "engine/decide_loop.h"
 #include "engine/partitions.h"
 #include "engine/queue_signal.h"
+#include "engine/relay.h"
 #include "engine/sweeper.h"
 #include "engine/systasks.h"
 #include "engine/timers.h"
@@ -498,6 +499,17 @@ cmd_serve(struct command_line *cl)
 			.script_timeout_ms = (int)cfg->script_timeout_ms,
 		};
 		systasks_start(&so);
+		struct relay_opts ro = {
+			.database_url = cfg->database_url,
+			.interval_ms = (int)cfg->outbox_interval_ms,
+			.max_in_flight = (int)cfg->outbox_max_in_flight,
+			.max_attempts = (int)cfg->outbox_max_attempts,
+			.backoff_ms = cfg->outbox_backoff_ms,
+			.backoff_max_ms = cfg->outbox_backoff_max_ms,
+			.timeout_ms = cfg->outbox_timeout_ms,
+			.retention_hours = cfg->outbox_retention_hours,
+		};
+		relay_start(&ro);
 	}
 
 	if (http) {
@@ -518,6 +530,7 @@ cmd_serve(struct command_line *cl)
 	/* Loops that call into the HTTP server stop first. */
 	decide_loops_stop();
 	systasks_stop();
+	relay_stop();
 	loop_stop(sweeper);
 	loop_stop(timers);
 	loop_stop(signals);

@@ -14,12 +14,15 @@ struct notify_conn {
 
 DB_STMT(notify_listen_events, "LISTEN \"node_flow_workflow_events\"");
 DB_STMT(notify_listen_queues, "LISTEN \"node_flow_task_queues\"");
+DB_STMT(notify_listen_outbox, "LISTEN \"node_flow_outbox\"");
 DB_STMT(notify_send_queues,
 	"SELECT pg_notify('node_flow_task_queues', $1)::text");
 
 struct db_stmt *const notify_stmts[] = {&notify_listen_events,
 					&notify_listen_queues,
 					&notify_send_queues, NULL};
+/* The outbox relays' channel (its own array: one line in the registry). */
+struct db_stmt *const notify_outbox_stmts[] = {&notify_listen_outbox, NULL};
 
 bool
 notify_queues(struct db *db, const char *payload, struct err *e)
@@ -37,6 +40,8 @@ notify_open(const char *url, const char *channel, struct err *e)
 		listen = &notify_listen_events;
 	else if (strcmp(channel, "node_flow_task_queues") == 0)
 		listen = &notify_listen_queues;
+	else if (strcmp(channel, "node_flow_outbox") == 0)
+		listen = &notify_listen_outbox;
 	else {
 		err_set(e, ERR_INVALID, "unknown notification channel \"%s\"",
 			channel);

@@ -24,7 +24,9 @@ typedef void notify_fn(const char *payload, void *arg);
  * by the trigger on "WorkflowEvents") and "node_flow_task_queues"
  * (payload: queue names, one per line, or "*" for all), raised by
  * notify_queues after work was enqueued, so that long-polls parked on
- * other replicas look again. */
+ * other replicas look again; "node_flow_outbox" (empty payload), raised by
+ * the trigger on "OutboxEvents" and by a dead-letter replay, so that the
+ * relays look for deliverable rows. */
 
 /* Sends a "node_flow_task_queues" notification (at the commit of the
  * connection's transaction, or at once outside one). */

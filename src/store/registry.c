@@ -24,6 +24,8 @@ extern struct db_stmt *const events_repo_stmts[];
 extern struct db_stmt *const executions_repo_stmts[];
 extern struct db_stmt *const migrate_stmts[];
 extern struct db_stmt *const notify_stmts[];
+extern struct db_stmt *const notify_outbox_stmts[];
+extern struct db_stmt *const outbox_repo_stmts[];
 extern struct db_stmt *const partition_repo_stmts[];
 extern struct db_stmt *const polls_repo_stmts[];
 extern struct db_stmt *const queue_repo_stmts[];
@@ -43,6 +45,8 @@ static struct db_stmt *const *const modules[] = {
 	executions_repo_stmts,
 	migrate_stmts,
 	notify_stmts,
+	notify_outbox_stmts,
+	outbox_repo_stmts,
 	partition_repo_stmts,
 	polls_repo_stmts,
 	queue_repo_stmts,

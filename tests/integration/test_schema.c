@@ -291,6 +291,14 @@ static const struct index_spec indexes[] = {
 	    "INDEX \"OutboxEvents_deadletter_idx\" ON public.\"OutboxEvents\""
 	    " USING btree (\"deadLetteredAt\")"
 	    " WHERE (\"deadLetteredAt\" IS NOT NULL)"),
+	/* Migration 0007: the dead-letter API's pages, and pruning. */
+	IDX("OutboxEvents",
+	    "INDEX \"OutboxEvents_deadletter_ns_idx\" ON public.\"OutboxEvents\""
+	    " USING btree (\"namespaceId\", id)"
+	    " WHERE (\"deadLetteredAt\" IS NOT NULL)"),
+	IDX("OutboxEvents",
+	    "INDEX \"OutboxEvents_published_idx\" ON public.\"OutboxEvents\""
+	    " USING btree (\"publishedAt\") WHERE (\"publishedAt\" IS NOT NULL)"),
 
 	/* The primary key's btree is the ("workflowId","seq") index behind
 	 * the history view and the SSE resume. */
@@ -619,10 +627,12 @@ Test(schema, workflow_events_trigger_is_row_level_on_the_parent)
 		"       p.\"prosrc\""
 		"  FROM pg_trigger g JOIN pg_proc p ON p.\"oid\" = g.\"tgfoid\""
 		" WHERE g.\"tgrelid\" = '\"WorkflowEvents\"'::regclass"
-		"   AND NOT g.\"tgisinternal\" AND g.\"tgparentid\" = 0",
+		"   AND NOT g.\"tgisinternal\" AND g.\"tgparentid\" = 0"
+		"   AND g.\"tgname\" = 'WorkflowEvents_notify'",
 		0, NULL);
 	cr_assert_eq(PQntuples(r), 1,
-		     "%d triggers on the WorkflowEvents parent", PQntuples(r));
+		     "%d notify triggers on the WorkflowEvents parent",
+		     PQntuples(r));
 	char *oid = strdup(PQgetvalue(r, 0, 0));
 	int type = atoi(PQgetvalue(r, 0, 1));
 	cr_assert(type & TG_ROW, "the trigger is statement-level: NEW is "
@@ -669,5 +679,67 @@ Test(schema, workflow_events_trigger_is_row_level_on_the_parent)
 	cr_assert_str_eq(n->relname, "node_flow_workflow_events");
 	cr_assert_str_eq(n->extra, want);
 	PQfreemem(n);
+	free(wf);
+}
+
+/* Migration 0007: status changes reach "OutboxEvents" through one
+ * statement-level trigger on the parent, its transition table holding the
+ * rows of every partition, a partition created later included. */
+Test(schema, workflow_events_outbox_trigger_is_statement_level_on_the_parent)
+{
+	PGresult *r = th_query(
+		conn,
+		"SELECT g.\"tgtype\", (g.\"tgnewtable\" IS NOT NULL)::text"
+		"  FROM pg_trigger g"
+		" WHERE g.\"tgrelid\" = '\"WorkflowEvents\"'::regclass"
+		"   AND g.\"tgname\" = 'WorkflowEvents_outbox'",
+		0, NULL);
+	cr_assert_eq(PQntuples(r), 1, "no outbox trigger on the parent");
+	int type = atoi(PQgetvalue(r, 0, 0));
+	cr_assert(!(type & TG_ROW), "the outbox trigger is row-level");
+	cr_assert(!(type & (TG_BEFORE | TG_INSTEAD)), "not an AFTER trigger");
+	cr_assert_str_eq(PQgetvalue(r, 0, 1), "true", "no transition table");
+	PQclear(r);
+
+	th_exec(conn,
+		"SELECT \"nf_create_range_partition\"('WorkflowEvents',"
+		" 'WorkflowEvents_p2999_03', '2999-03-01', '2999-04-01')");
+	char *wf = th_value(conn, "SELECT uuidv7()::text", 0, NULL);
+	const char *params[] = {wf};
+	PQclear(th_query(
+		conn,
+		"WITH n AS (SELECT \"id\" FROM \"Namespaces\""
+		"   WHERE \"name\" = 'default'),"
+		" x AS (INSERT INTO \"WorkflowExecutions\" (\"id\","
+		"   \"namespaceId\", \"defName\", \"defVersion\")"
+		"   SELECT $1::uuid, n.\"id\", 'heard', 1 FROM n)"
+		" INSERT INTO \"StatusListeners\" (\"namespaceId\","
+		" \"workflowName\", \"sink\", \"eventTypes\")"
+		" SELECT n.\"id\", 'heard', 'hooks', '{WORKFLOW_COMPLETED}'"
+		" FROM n",
+		1, params));
+	/* Unheard types write nothing; the heard one, one row per event. */
+	PQclear(th_query(
+		conn,
+		"INSERT INTO \"WorkflowEvents\" (\"workflowId\","
+		" \"namespaceId\", \"seq\", \"type\", \"at\")"
+		" SELECT $1::uuid, \"id\", s, t, '2999-03-15'"
+		" FROM \"Namespaces\", (VALUES (1, 'WORKFLOW_STARTED'),"
+		" (2, 'WORKFLOW_COMPLETED')) v(s, t)"
+		" WHERE \"name\" = 'default'",
+		1, params));
+	cr_assert_eq(th_int(conn,
+			    "SELECT count(*) FROM \"OutboxEvents\""
+			    " WHERE \"workflowId\" = $1::uuid"
+			    " AND \"eventType\" = 'WORKFLOW_COMPLETED'"
+			    " AND \"sink\" = 'hooks'"
+			    " AND \"payload\"->>'workflowName' = 'heard'",
+			    1, params),
+		     1);
+	cr_assert_eq(th_int(conn,
+			    "SELECT count(*) FROM \"OutboxEvents\""
+			    " WHERE \"workflowId\" = $1::uuid",
+			    1, params),
+		     1);
 	free(wf);
 }
