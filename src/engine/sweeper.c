@@ -5,11 +5,13 @@
 #include "runtime/metrics.h"
 #include "store/db.h"
 #include "store/queue_repo.h"
+#include "store/semaphores_repo.h"
 #include "util/mem.h"
 
 #include <stdlib.h>
 
-enum { BATCH = 500 };
+/* Rate-limit windows are pruned every PRUNE_EVERY ticks. */
+enum { BATCH = 500, PRUNE_EVERY = 240 };
 
 struct sweeper {
 	struct loop_def def;
@@ -19,6 +21,8 @@ struct sweeper {
 	void *arg;
 	struct metric *m_released;
 	struct metric *m_expired;
+	struct metric *m_holders;
+	unsigned ticks;
 };
 
 static enum loop_result
@@ -36,9 +40,18 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	if (!queue_sweep_deferred(s->db, BATCH, &released, e) ||
 	    !queue_sweep_expired(s->db, BATCH, &expired, e))
 		return LOOP_ERROR;
+	/* Semaphore holders whose lease ran out or whose task ended
+	 * without giving its permit back (a terminated workflow). */
+	size_t holders = 0, windows = 0;
+	if (!semaphores_sweep_holders(s->db, BATCH, &holders, e))
+		return LOOP_ERROR;
+	if (s->ticks++ % PRUNE_EVERY == 0 &&
+	    !semaphores_prune_rate_windows(s->db, BATCH, &windows, e))
+		return LOOP_ERROR;
 	metric_add(s->m_released, (long long)released);
 	metric_add(s->m_expired, (long long)expired);
-	if (released) {
+	metric_add(s->m_holders, (long long)holders);
+	if (released || holders) {
 		if (s->on_released)
 			s->on_released(s->arg);
 		struct err se = ERR_INIT;
@@ -46,7 +59,10 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	}
 	if (expired)
 		decide_loop_wake_all();
-	return released == BATCH || expired == BATCH ? LOOP_BUSY : LOOP_IDLE;
+	return released == BATCH || expired == BATCH || holders == BATCH ||
+			       windows == BATCH
+		       ? LOOP_BUSY
+		       : LOOP_IDLE;
 }
 
 static void
@@ -79,5 +95,9 @@ sweeper_start(const char *database_url, int interval_ms,
 	s->m_expired = metric_register(
 		METRIC_COUNTER, "nodeflow_queue_leases_expired_total", "",
 		"Leases that ran out (attempt timed out)");
+	s->m_holders = metric_register(
+		METRIC_COUNTER, "nodeflow_semaphore_holders_swept_total", "",
+		"Semaphore permits returned by the sweeper (lease ran out, or "
+		"task ended without a result)");
 	return loop_start(&s->def, s);
 }

@@ -6,6 +6,7 @@
 #include "http/definitions.h"
 #include "http/ops.h"
 #include "http/queues.h"
+#include "http/semaphores.h"
 #include "http/workflows.h"
 
 const struct http_route http_routes[] = {
@@ -54,6 +55,12 @@ const struct http_route http_routes[] = {
 	 queues_release},
 	{"POST", "/v1/ns/{ns}/queues/{queue}/tasks/{taskId}/defer",
 	 queues_defer},
+
+	/* flow control (http/semaphores.c) */
+	{"GET", "/v1/ns/{ns}/semaphores", semaphores_list_handler},
+	{"PUT", "/v1/ns/{ns}/semaphores/{name}", semaphores_put_handler},
+	{"GET", "/v1/ns/{ns}/semaphores/{name}", semaphores_get_handler},
+	{"DELETE", "/v1/ns/{ns}/semaphores/{name}", semaphores_delete_handler},
 
 	/* the Conductor-compatible API (http/conductor_*.c); the first
 	 * matching route wins, so literal segments come first */

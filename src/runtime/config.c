@@ -144,6 +144,10 @@ static const struct config_def defs[] = {
 	    600000, script_timeout_ms,
 	    "time limit of one INLINE script or JSON_JQ_TRANSFORM program "
 	    "(longer: the task fails)"),
+	INT("semaphore-default-permits", "NODEFLOW_SEMAPHORE_DEFAULT_PERMITS",
+	    "1", 0, 1000000, semaphore_default_permits,
+	    "permits of a semaphore a task names but nobody configured "
+	    "(PUT /v1/ns/{ns}/semaphores/{name} configures one)"),
 	STR("server", "NODEFLOW_SERVER", "http://127.0.0.1:8080", server,
 	    "the node-flow server the client commands talk to"),
 	STR("namespace", "NODEFLOW_NAMESPACE", "default", namespace_name,

@@ -57,6 +57,7 @@ struct config {
 	long system_tasks_interval_ms;
 	long http_max_in_flight;
 	long script_timeout_ms;
+	long semaphore_default_permits;
 	char *conductor_namespace; /* the namespace of /api/... */
 	char *server;              /* the client commands' node-flow URL */
 	char *namespace_name;      /* the client commands' namespace */
