@@ -7,11 +7,13 @@
 #include "store/queue_repo.h"
 #include "store/semaphores_repo.h"
 #include "util/mem.h"
+#include "util/timeutil.h"
 
 #include <stdlib.h>
 
-/* Rate-limit windows are pruned every PRUNE_EVERY ticks. */
-enum { BATCH = 500, PRUNE_EVERY = 240 };
+/* Semaphore holders are swept every HOLDERS_MS, rate-limit windows pruned
+ * every PRUNE_MS (sooner while a batch comes back full). */
+enum { BATCH = 500, HOLDERS_MS = 1000, PRUNE_MS = 60000 };
 
 struct sweeper {
 	struct loop_def def;
@@ -22,7 +24,7 @@ struct sweeper {
 	struct metric *m_released;
 	struct metric *m_expired;
 	struct metric *m_holders;
-	unsigned ticks;
+	int64_t next_holders, next_prune;
 };
 
 static enum loop_result
@@ -43,11 +45,17 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	/* Semaphore holders whose lease ran out or whose task ended
 	 * without giving its permit back (a terminated workflow). */
 	size_t holders = 0, windows = 0;
-	if (!semaphores_sweep_holders(s->db, BATCH, &holders, e))
-		return LOOP_ERROR;
-	if (s->ticks++ % PRUNE_EVERY == 0 &&
-	    !semaphores_prune_rate_windows(s->db, BATCH, &windows, e))
-		return LOOP_ERROR;
+	int64_t now = mono_ms();
+	if (now >= s->next_holders) {
+		if (!semaphores_sweep_holders(s->db, BATCH, &holders, e))
+			return LOOP_ERROR;
+		s->next_holders = holders == BATCH ? now : now + HOLDERS_MS;
+	}
+	if (now >= s->next_prune) {
+		if (!semaphores_prune_rate_windows(s->db, BATCH, &windows, e))
+			return LOOP_ERROR;
+		s->next_prune = windows == BATCH ? now : now + PRUNE_MS;
+	}
 	metric_add(s->m_released, (long long)released);
 	metric_add(s->m_expired, (long long)expired);
 	metric_add(s->m_holders, (long long)holders);

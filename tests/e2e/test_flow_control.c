@@ -636,6 +636,46 @@ Test(semaphore, workflow_task_semaphore_gates_ungated_definition)
 	cr_assert_eq(poll_n("plain", "w", 10), 1);
 }
 
+Test(semaphore, terminated_workflow_gives_its_permit_back)
+{
+	start(1, NULL);
+	put_semaphore("solo", 1, 201);
+	put_task_def("lonely", json_pack("{s:s,s:i}", "semaphore", "solo",
+					 "responseTimeoutSeconds", 600));
+	put_workflow("lonely_wf", "lonely", NULL);
+	start_workflows("lonely_wf", 2);
+	wait_scheduled("lonely", 2);
+	json_t *a = poll("lonely", "w", 5);
+	cr_assert_eq(json_array_size(a), 1, "%s", last_body);
+	cr_assert_eq(poll_n("lonely", "w", 5), 0);
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/terminate",
+		 json_string_value(
+			 json_object_get(json_array_get(a, 0), "workflowId")));
+	callj_ok("POST", path, 200, json_pack("{s:s}", "reason", "stop"));
+	/* Long before the 600 s lease runs out, the sweeper takes the
+	 * permit back from the canceled task. */
+	struct poll_probe p = {"lonely", "w", NULL};
+	cr_assert(th_wait_until(WAIT_MS, polled_one, &p),
+		  "the terminated workflow's task kept its permit");
+	cr_assert_eq(json_array_size(p.tasks), 1);
+	json_decref(p.tasks);
+	json_decref(a);
+}
+
+Test(semaphore, bad_semaphore_fields_are_rejected)
+{
+	start(1, NULL);
+	expect_invalid("PUT", NS "/task-definitions/t",
+		       "{\"name\":\"t\",\"semaphore\":\"\"}", "$.semaphore");
+	expect_invalid("PUT", NS "/task-definitions/t",
+		       "{\"name\":\"t\",\"semaphore\":7}", "$.semaphore");
+	expect_invalid("POST", NS "/workflow-definitions",
+		       "{\"name\":\"w\",\"tasks\":[{\"name\":\"t\","
+		       "\"taskReferenceName\":\"r\",\"semaphore\":\"\"}]}",
+		       "$.tasks[0].semaphore");
+}
+
 /* ---------------------------------------------------------- unconfigured */
 
 Test(unconfigured, gates_at_the_default_and_is_listed_while_held)
