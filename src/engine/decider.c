@@ -516,6 +516,14 @@ schedule_as(struct eval *ev, const struct wf_task *wt, int iteration,
 		snprintf(queue, sizeof(queue), "%s/%s", ev->in->x->ns_name,
 			 run.name);
 		json_object_set_new(row, "queueName", json_string(queue));
+		/* The workflow task's own semaphore (or its inline
+		 * definition's) rides on the queue row; the registered
+		 * definition's is applied when a worker polls. */
+		const char *sem = wt->semaphore    ? wt->semaphore
+				  : wt->inline_def ? wt->inline_def->semaphore
+						   : NULL;
+		if (sem)
+			json_object_set_new(row, "semaphore", json_string(sem));
 	}
 	json_decref(run.output);
 	if (is_retry)

@@ -560,6 +560,7 @@ task_free(struct wf_task *t)
 {
 	free(t->name);
 	free(t->ref);
+	free(t->semaphore);
 	free(t->type);
 	free(t->path);
 	json_decref(t->input_parameters);
@@ -729,6 +730,7 @@ parse_task(struct parser *p, const json_t *doc, struct wf_task *t)
 	get_bool(doc, t->path, "asyncComplete", &t->async_complete, errs);
 	get_int32(doc, t->path, "startDelay", 0, &t->start_delay_seconds, errs);
 	get_int32(doc, t->path, "retryCount", 0, &t->retry_count, errs);
+	get_string(doc, t->path, "semaphore", false, true, &t->semaphore, errs);
 	const json_t *inline_doc = member(doc, "taskDefinition");
 	if (inline_doc) {
 		char *path = join(t->path, "taskDefinition");

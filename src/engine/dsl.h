@@ -75,6 +75,7 @@ struct wf_task {
 	bool async_complete;
 	int start_delay_seconds;
 	int retry_count;             /* -1: the task definition's */
+	char *semaphore;             /* overrides the definition's; NULL */
 	struct task_def *inline_def; /* from `taskDefinition`, or NULL */
 	/* Task references its input expressions read (not "workflow"). */
 	char **refs_used;

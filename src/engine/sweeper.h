@@ -3,6 +3,9 @@
  * rows deferred until now return to their queue, and leases that ran out
  * (a silent worker, past the task's responseTimeoutSeconds) time their
  * attempt out and enqueue the workflow's evaluation, which retries it.
+ * About once a second it also deletes semaphore holders that no longer
+ * hold (lease run out, task no longer in progress), and about once a
+ * minute rate-limit windows older than a day.
  *
  * Threads: its own thread and connection.  Failure: the loop skeleton's
  * log-and-backoff.

@@ -2,6 +2,7 @@
 
 #include "engine/decide_loop.h"
 #include "engine/defcache.h"
+#include "engine/queue_signal.h"
 #include "engine/worker_polls.h"
 #include "util/json.h"
 
@@ -16,6 +17,27 @@ workers_queue_name(const struct queue_ref *q, char *out, size_t size)
 	snprintf(out, size, "%s/%s", q->ns_name, q->task);
 }
 
+static _Atomic int default_permits = 1;
+
+void
+workers_set_semaphore_default_permits(int permits)
+{
+	default_permits = permits;
+}
+
+int
+workers_semaphore_default_permits(void)
+{
+	return default_permits;
+}
+
+static double
+lease_of(const struct task_def *td)
+{
+	double s = td ? (double)td->response_timeout_seconds : 0;
+	return s > 0 ? s : DEFAULT_LEASE_SECONDS;
+}
+
 static double
 lease_seconds(struct db *db, const struct queue_ref *q)
 {
@@ -23,9 +45,43 @@ lease_seconds(struct db *db, const struct queue_ref *q)
 	struct err e = ERR_INIT;
 	if (!defcache_task(db, q->ns_id, q->task, &d, &e))
 		return DEFAULT_LEASE_SECONDS;
-	double s = (double)d.task->response_timeout_seconds;
+	double s = lease_of(d.task);
 	defcache_release(&d);
-	return s > 0 ? s : DEFAULT_LEASE_SECONDS;
+	return s;
+}
+
+/* Whether the definition has flow control; fills g. */
+static bool
+gate_of(const struct queue_ref *q, const struct task_def *td,
+	struct queue_gate *g)
+{
+	*g = (struct queue_gate){.ns_id = q->ns_id,
+				 .default_permits = default_permits};
+	if (!td)
+		return false;
+	g->semaphore = td->semaphore;
+	g->concurrent_limit = td->concurrent_exec_limit;
+	g->rate_limit = td->rate_limit_per_frequency;
+	g->rate_seconds = td->rate_limit_frequency_seconds;
+	return g->semaphore || g->concurrent_limit > 0 || g->rate_limit > 0;
+}
+
+/* Appends the JSON array text more to *json (both arrays). */
+static void
+append_tasks(char **json, const char *more)
+{
+	json_t *a = json_loads(*json, 0, NULL);
+	json_t *b = json_loads(more, 0, NULL);
+	if (a && b) {
+		json_array_extend(a, b);
+		char *text = json_dumps(a, JSON_COMPACT);
+		if (text) {
+			free(*json);
+			*json = text;
+		}
+	}
+	json_decref(a);
+	json_decref(b);
 }
 
 bool
@@ -35,8 +91,43 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 	char queue[512];
 	workers_queue_name(q, queue, sizeof(queue));
 	worker_polls_note(q->ns_id, queue, worker);
-	return queue_lease(db, queue, worker, count, lease_seconds(db, q),
-			   json_out, n, e);
+	struct def_ref d = {0};
+	struct err de = ERR_INIT;
+	const struct task_def *td =
+		defcache_task(db, q->ns_id, q->task, &d, &de) ? d.task : NULL;
+	double secs = lease_of(td);
+	struct queue_gate g;
+	bool ok;
+	if (gate_of(q, td, &g)) {
+		ok = queue_lease_gated(db, queue, worker, count, secs, &g,
+				       json_out, n, e);
+	} else {
+		/* The hot path: one statement.  Rows carrying a workflow
+		 * task's own semaphore are passed over and, only when there
+		 * are some, leased through the gate. */
+		size_t passed = 0;
+		ok = queue_lease_ungated(db, queue, worker, count, secs,
+					 json_out, n, &passed, e);
+		if (ok && passed && *n < (size_t)count) {
+			char *more;
+			size_t m;
+			ok = queue_lease_gated(db, queue, worker,
+					       count - (int)*n, secs, &g, &more,
+					       &m, e);
+			if (ok && m) {
+				append_tasks(json_out, more);
+				*n += m;
+			}
+			if (ok)
+				free(more);
+			else {
+				free(*json_out);
+				*json_out = NULL;
+			}
+		}
+	}
+	defcache_release(&d);
+	return ok;
 }
 
 static bool
@@ -47,11 +138,28 @@ result(struct db *db, const struct queue_ref *q, const char *task_id,
 	char queue[512];
 	workers_queue_name(q, queue, sizeof(queue));
 	char *text = json_db_text(output);
-	bool ok = queue_result_as(db, queue, task_id, worker, any_holder,
-				  status, text, reason, e);
+	bool freed = false;
+	bool ok = queue_result_freeing(db, queue, task_id, worker, any_holder,
+				       status, text, reason, &freed, e);
 	free(text);
 	if (ok)
 		decide_loop_wake_all();
+	if (ok && !freed) {
+		struct def_ref d = {0};
+		struct err de = ERR_INIT;
+		if (defcache_task(db, q->ns_id, q->task, &d, &de))
+			freed = d.task->concurrent_exec_limit > 0;
+		defcache_release(&d);
+	}
+	if (ok && freed) {
+		/* Capacity came back: polls of this queue waiting on it
+		 * look again (other queues sharing a semaphore look at their
+		 * next poll, or at the end of their wait). */
+		json_t *names = json_pack("[s]", queue);
+		struct err se = ERR_INIT;
+		(void)queue_signal_send(db, names, &se);
+		json_decref(names);
+	}
 	return ok;
 }
 

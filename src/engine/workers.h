@@ -33,8 +33,21 @@ struct queue_ref {
 /* The queue's row name, "<namespace>/<task>", into out. */
 void workers_queue_name(const struct queue_ref *q, char *out, size_t size);
 
+/*
+ * Leases up to count tasks of the queue.  Flow control (docs/dsl.md): a
+ * definition with a semaphore, a concurrentExecLimit or a rate limit is
+ * leased through queue_lease_gated; one without is one statement, which
+ * passes over rows that carry a workflow task's own semaphore and then
+ * leases those through the gate.  A limit makes a poll return fewer tasks,
+ * never fail.
+ */
 bool workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 		  int count, char **json_out, size_t *n, struct err *e);
+
+/* The permits of a semaphore that has no configuration (the server's
+ * --semaphore-default-permits; 1 until set).  Set once at start-up. */
+void workers_set_semaphore_default_permits(int permits);
+int workers_semaphore_default_permits(void);
 bool workers_result(struct db *db, const struct queue_ref *q,
 		    const char *task_id, const char *worker,
 		    enum task_result_status status, const json_t *output,

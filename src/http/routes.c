@@ -6,6 +6,7 @@
 #include "http/definitions.h"
 #include "http/ops.h"
 #include "http/queues.h"
+#include "http/semaphores.h"
 #include "http/sinks.h"
 #include "http/sse.h"
 #include "http/summary.h"
@@ -85,6 +86,11 @@ const struct http_route http_routes[] = {
 	 sinks_listener_delete},
 	{"GET", "/v1/ns/{ns}/outbox/dead-letter", sinks_dead_list},
 	{"POST", "/v1/ns/{ns}/outbox/dead-letter/replay", sinks_dead_replay},
+	/* flow control (http/semaphores.c) */
+	{"GET", "/v1/ns/{ns}/semaphores", semaphores_list_handler},
+	{"PUT", "/v1/ns/{ns}/semaphores/{name}", semaphores_put_handler},
+	{"GET", "/v1/ns/{ns}/semaphores/{name}", semaphores_get_handler},
+	{"DELETE", "/v1/ns/{ns}/semaphores/{name}", semaphores_delete_handler},
 
 	/* the Conductor-compatible API (http/conductor_*.c); the first
 	 * matching route wins, so literal segments come first */

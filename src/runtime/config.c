@@ -167,6 +167,10 @@ static const struct config_def defs[] = {
 	INT("outbox-retention-hours", "NODEFLOW_OUTBOX_RETENTION_HOURS", "72",
 	    0, 87600, outbox_retention_hours,
 	    "published outbox events are deleted after this many hours"),
+	INT("semaphore-default-permits", "NODEFLOW_SEMAPHORE_DEFAULT_PERMITS",
+	    "1", 0, 1000000, semaphore_default_permits,
+	    "permits of a semaphore a task names but nobody configured "
+	    "(PUT /v1/ns/{ns}/semaphores/{name} configures one)"),
 	STR("server", "NODEFLOW_SERVER", "http://127.0.0.1:8080", server,
 	    "the node-flow server the client commands talk to"),
 	STR("namespace", "NODEFLOW_NAMESPACE", "default", namespace_name,

@@ -26,6 +26,7 @@
 #include "engine/systasks.h"
 #include "engine/timers.h"
 #include "engine/worker_polls.h"
+#include "engine/workers.h"
 #include "http/app.h"
 #include "http/http.h"
 #include "http/routes.h"
@@ -425,6 +426,8 @@ cmd_serve(struct command_line *cl)
 	};
 	db_pool_set_queue(app.pool, (int)cfg->db_queue);
 	struct http_server *http = NULL;
+	workers_set_semaphore_default_permits(
+		(int)cfg->semaphore_default_permits);
 	if (has_role(cfg->roles, "api")) {
 		struct http_server_opts o = {
 			.listen = cfg->listen,

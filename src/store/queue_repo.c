@@ -1,5 +1,7 @@
 #include "store/queue_repo.h"
 
+#include "store/db.h"
+
 #include "store/sql.h"
 #include "store/sqlfrag.h"
 #include "util/mem.h"
@@ -9,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The ungated lease: rows that name a semaphore of their own (a workflow
+ * task's override) are passed over and counted, for the gated lease. */
 DB_STMT(queue_lease_stmt,
-	"WITH c AS (SELECT q.\"queueName\", q.\"id\" FROM \"TaskQueues\" q"
+	"WITH c AS (SELECT q.\"queueName\", q.\"id\", q.\"semaphore\""
+	"   FROM \"TaskQueues\" q"
 	"   WHERE q.\"queueName\" = $1 AND q.\"leaseExpiresAt\" IS NULL"
 	"   AND q.\"taskType\" = 'SIMPLE'"
 	"   ORDER BY q.\"priority\" DESC, q.\"id\""
@@ -19,10 +24,136 @@ DB_STMT(queue_lease_stmt,
 	"   make_interval(secs => $3::float8), \"leasedBy\" = $4,"
 	"   \"leaseCount\" = q.\"leaseCount\" + 1 FROM c"
 	"   WHERE q.\"queueName\" = $1 AND q.\"queueName\" = c.\"queueName\""
-	"   AND q.\"id\" = c.\"id\""
+	"   AND q.\"id\" = c.\"id\" AND c.\"semaphore\" IS NULL"
 	"   RETURNING q.\"taskId\", q.\"workflowId\", q.\"leaseExpiresAt\"),"
 	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'IN_PROGRESS',"
 	"   \"startedAt\" = coalesce(te.\"startedAt\", now()), \"workerId\" = $4,"
+	"   \"pollCount\" = te.\"pollCount\" + 1, \"updatedAt\" = now() FROM l"
+	"   WHERE te.\"workflowId\" = l.\"workflowId\" AND te.\"id\" = l.\"taskId\""
+	"   RETURNING te.\"id\", te.\"workflowId\", te.\"refName\","
+	"   te.\"taskDefName\", te.\"iteration\", te.\"attempt\", te.\"input\","
+	"   l.\"leaseExpiresAt\")," EVENTS_FROM(
+		"t", "'TASK_STARTED'",
+		"jsonb_build_object('workerId', $4::text)") " SELECT coalesce(jsonb_agg(jsonb_build_object('id', t.\"id\","
+							    " 'workflowId', t.\"workflowId\", 'refName', t.\"refName\","
+							    " 'taskDefName', t.\"taskDefName\", 'iteration', t.\"iteration\","
+							    " 'attempt', t.\"attempt\", 'input', t.\"input\", 'leaseExpiresAt',"
+							    " t.\"leaseExpiresAt\") ORDER BY t.\"id\"), '[]')::text, count(*),"
+							    " (SELECT count(*) FROM c WHERE c.\"semaphore\" IS NOT NULL)"
+							    " FROM t");
+
+bool
+queue_lease_ungated(struct db *db, const char *queue, const char *worker,
+		    int count, double lease_seconds, char **json_out, size_t *n,
+		    size_t *passed_over, struct err *e)
+{
+	char cnt[16], secs[32];
+	snprintf(cnt, sizeof(cnt), "%d", count);
+	snprintf(secs, sizeof(secs), "%.3f", lease_seconds);
+	const char *params[] = {queue, cnt, secs, worker};
+	PGresult *res = db_exec(db, &queue_lease_stmt, 4, params, e);
+	if (!res)
+		return false;
+	*json_out = xstrdup(PQgetvalue(res, 0, 0));
+	*n = (size_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
+	if (passed_over)
+		*passed_over = (size_t)strtoul(PQgetvalue(res, 0, 2), NULL, 10);
+	PQclear(res);
+	return true;
+}
+
+bool
+queue_lease(struct db *db, const char *queue, const char *worker, int count,
+	    double lease_seconds, char **json_out, size_t *n, struct err *e)
+{
+	return queue_lease_ungated(db, queue, worker, count, lease_seconds,
+				   json_out, n, NULL, e);
+}
+
+/*
+ * The gated lease, in one transaction of two statements.  The first takes,
+ * in ascending order of key (so two polls never wait on each other in a
+ * cycle), a transaction-scoped advisory lock on every semaphore the first
+ * rows of the queue name, and on the queue itself when it has a
+ * concurrentExecLimit or a rate limit.  The second then counts holders,
+ * leased rows and the window's count under a snapshot taken after those
+ * locks: counting inside the statement that locks would count with a
+ * snapshot from before the wait, and two polls would both see the last
+ * permit free.  An advisory lock serves semaphores nobody configured as
+ * well as configured ones (there is no "Semaphores" row to lock).  A task's
+ * "startedAt" is the clock after those locks, so it follows the end of
+ * whichever task gave its permit back ("endedAt" is that result's start).
+ */
+DB_STMT(queue_gate_lock_stmt,
+	"WITH c AS (SELECT coalesce(q.\"semaphore\", $3) AS s"
+	"   FROM \"TaskQueues\" q"
+	"   WHERE q.\"queueName\" = $1 AND q.\"leaseExpiresAt\" IS NULL"
+	"   AND q.\"taskType\" = 'SIMPLE'"
+	"   ORDER BY q.\"priority\" DESC, q.\"id\" LIMIT $4::int),"
+	" k AS (SELECT DISTINCT c.s FROM c WHERE c.s IS NOT NULL),"
+	" keys AS (SELECT hashtextextended('semaphore/' || $2::text || '/' ||"
+	"   k.s, 0) AS \"key\" FROM k"
+	"   UNION SELECT hashtextextended('queue/' || $1::text, 0) WHERE $5::bool),"
+	" locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(o.\"key\")::text"
+	"   AS x FROM (SELECT \"key\" FROM keys ORDER BY \"key\" OFFSET 0) o)"
+	" SELECT (SELECT count(x) FROM locked),"
+	" (SELECT coalesce(jsonb_agg(k.s), '[]')::text FROM k)");
+
+#define GATE_WINDOW                                        \
+	"date_bin(make_interval(secs => $10::int), now()," \
+	" '1970-01-01 00:00:00+00'::timestamptz)"
+
+DB_STMT(queue_lease_gated_stmt,
+	"WITH c AS (SELECT q.\"queueName\", q.\"id\", q.\"priority\","
+	"   coalesce(q.\"semaphore\", $6) AS s FROM \"TaskQueues\" q"
+	"   WHERE q.\"queueName\" = $1 AND q.\"leaseExpiresAt\" IS NULL"
+	"   AND q.\"taskType\" = 'SIMPLE'"
+	"   ORDER BY q.\"priority\" DESC, q.\"id\""
+	"   LIMIT $12::int FOR UPDATE SKIP LOCKED),"
+	" sem AS (SELECT k.s, coalesce((SELECT p.\"permits\" FROM \"Semaphores\" p"
+	"   WHERE p.\"namespaceId\" = $5::uuid AND p.\"name\" = k.s), $7::int)"
+	"   - (SELECT count(*) FROM \"SemaphoreHolders\" h"
+	"   WHERE h.\"namespaceId\" = $5::uuid AND h.\"name\" = k.s"
+	"   AND h.\"leaseExpiresAt\" > now()) AS free"
+	"   FROM (SELECT DISTINCT c.s FROM c WHERE c.s IN"
+	"   (SELECT jsonb_array_elements_text($11::jsonb))) k),"
+	" r AS (SELECT c.*, row_number() OVER (PARTITION BY c.s"
+	"   ORDER BY c.\"priority\" DESC, c.\"id\") AS rn FROM c),"
+	" cap AS (SELECT greatest(0, least($2::int,"
+	"   CASE WHEN $8::int > 0 THEN $8::int - (SELECT count(*)"
+	"   FROM \"TaskQueues\" x WHERE x.\"queueName\" = $1"
+	"   AND x.\"leasedBy\" IS NOT NULL)::int ELSE $2::int END,"
+	"   CASE WHEN $9::int > 0 THEN $9::int - coalesce((SELECT b.\"count\""
+	"   FROM \"RateLimitBuckets\" b WHERE b.\"namespaceId\" = $5::uuid"
+	"   AND b.\"queueName\" = $1 AND b.\"windowStart\" = " GATE_WINDOW
+	"), 0) ELSE $2::int END)) AS n),"
+	" pick AS (SELECT r.\"queueName\", r.\"id\", r.s FROM r"
+	"   LEFT JOIN sem ON sem.s = r.s WHERE r.s IS NULL OR r.rn <= sem.free"
+	"   ORDER BY r.\"priority\" DESC, r.\"id\" LIMIT (SELECT n FROM cap)),"
+	" l AS (UPDATE \"TaskQueues\" q SET \"leaseExpiresAt\" = now() +"
+	"   make_interval(secs => $3::float8), \"leasedBy\" = $4,"
+	"   \"leaseCount\" = q.\"leaseCount\" + 1, \"semaphore\" = pick.s"
+	"   FROM pick WHERE q.\"queueName\" = $1"
+	"   AND q.\"queueName\" = pick.\"queueName\" AND q.\"id\" = pick.\"id\""
+	"   RETURNING q.\"taskId\", q.\"workflowId\", q.\"leaseExpiresAt\","
+	"   pick.s),"
+	" h AS (INSERT INTO \"SemaphoreHolders\" (\"namespaceId\", \"name\","
+	"   \"taskId\", \"workflowId\", \"workerId\", \"leaseExpiresAt\")"
+	"   SELECT $5::uuid, l.s, l.\"taskId\", l.\"workflowId\", $4,"
+	"   l.\"leaseExpiresAt\" FROM l WHERE l.s IS NOT NULL"
+	"   ON CONFLICT (\"namespaceId\", \"name\", \"taskId\") DO UPDATE SET"
+	"   \"workflowId\" = EXCLUDED.\"workflowId\","
+	"   \"workerId\" = EXCLUDED.\"workerId\", \"acquiredAt\" = now(),"
+	"   \"leaseExpiresAt\" = EXCLUDED.\"leaseExpiresAt\"),"
+	" rb AS (INSERT INTO \"RateLimitBuckets\" AS b (\"namespaceId\","
+	"   \"queueName\", \"windowStart\", \"count\")"
+	"   SELECT $5::uuid, $1, " GATE_WINDOW ", count(*) FROM l"
+	"   WHERE $9::int > 0 HAVING count(*) > 0"
+	"   ON CONFLICT (\"namespaceId\", \"queueName\", \"windowStart\")"
+	"   DO UPDATE SET \"count\" = b.\"count\" + EXCLUDED.\"count\"),"
+	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'IN_PROGRESS',"
+	"   \"startedAt\" = coalesce(te.\"startedAt\", clock_timestamp()),"
+	"   \"workerId\" = $4,"
 	"   \"pollCount\" = te.\"pollCount\" + 1, \"updatedAt\" = now() FROM l"
 	"   WHERE te.\"workflowId\" = l.\"workflowId\" AND te.\"id\" = l.\"taskId\""
 	"   RETURNING te.\"id\", te.\"workflowId\", te.\"refName\","
@@ -37,19 +168,52 @@ DB_STMT(queue_lease_stmt,
 							    " FROM t");
 
 bool
-queue_lease(struct db *db, const char *queue, const char *worker, int count,
-	    double lease_seconds, char **json_out, size_t *n, struct err *e)
+queue_lease_gated(struct db *db, const char *queue, const char *worker,
+		  int count, double lease_seconds, const struct queue_gate *g,
+		  char **json_out, size_t *n, struct err *e)
 {
-	char cnt[16], secs[32];
+	/* Rows looked at: enough to find free ones past a few blocked. */
+	int window = count * 4 + 16;
+	char cnt[16], secs[32], look[16], permits[16], conc[16], rate[16],
+		freq[16];
 	snprintf(cnt, sizeof(cnt), "%d", count);
 	snprintf(secs, sizeof(secs), "%.3f", lease_seconds);
-	const char *params[] = {queue, cnt, secs, worker};
-	PGresult *res = db_exec(db, &queue_lease_stmt, 4, params, e);
-	if (!res)
+	snprintf(look, sizeof(look), "%d", window);
+	snprintf(permits, sizeof(permits), "%d", g->default_permits);
+	snprintf(conc, sizeof(conc), "%d", g->concurrent_limit);
+	snprintf(rate, sizeof(rate), "%d", g->rate_limit);
+	snprintf(freq, sizeof(freq), "%d",
+		 g->rate_seconds > 0 ? g->rate_seconds : 1);
+	bool lock_queue = g->concurrent_limit > 0 || g->rate_limit > 0;
+	if (!db_begin(db, e))
 		return false;
+	const char *lparams[] = {queue, g->ns_id, g->semaphore, look,
+				 lock_queue ? "true" : "false"};
+	PGresult *res = db_exec(db, &queue_gate_lock_stmt, 5, lparams, e);
+	if (!res) {
+		db_rollback(db);
+		return false;
+	}
+	char *locked = xstrdup(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	const char *params[] = {queue,    cnt,          secs,    worker,
+				g->ns_id, g->semaphore, permits, conc,
+				rate,     freq,         locked,  look};
+	res = db_exec(db, &queue_lease_gated_stmt, 12, params, e);
+	free(locked);
+	if (!res) {
+		db_rollback(db);
+		return false;
+	}
 	*json_out = xstrdup(PQgetvalue(res, 0, 0));
 	*n = (size_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
 	PQclear(res);
+	if (!db_commit(db, e)) {
+		free(*json_out);
+		*json_out = NULL;
+		*n = 0;
+		return false;
+	}
 	return true;
 }
 
@@ -109,7 +273,8 @@ queue_lease_system(struct db *db, const char *task_type, const char *worker,
  * waits on it and enqueues a fresh evaluation once that one has committed.
  */
 DB_STMT(queue_result_stmt,
-	"WITH l AS (SELECT q.\"workflowId\" FROM \"TaskQueues\" q"
+	"WITH l AS (SELECT q.\"workflowId\", q.\"namespaceId\","
+	"   q.\"semaphore\" FROM \"TaskQueues\" q"
 	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = $2::uuid"
 	"   AND ($7::bool OR q.\"leasedBy\" = $3) FOR UPDATE),"
 	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = $4,"
@@ -120,6 +285,10 @@ DB_STMT(queue_result_stmt,
 	"   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\"),"
 	" q AS (DELETE FROM \"TaskQueues\" q USING t"
 	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = t.\"id\"),"
+	" hf AS (DELETE FROM \"SemaphoreHolders\" h USING l, t"
+	"   WHERE h.\"namespaceId\" = l.\"namespaceId\""
+	"   AND h.\"name\" = l.\"semaphore\" AND h.\"taskId\" = t.\"id\""
+	"   RETURNING 1),"
 	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
 	"   \"reason\") SELECT \"workflowId\", \"namespaceId\", 'task' FROM t"
 	"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
@@ -128,7 +297,8 @@ DB_STMT(queue_result_stmt,
 	"   RETURNING \"workflowId\"),"
 	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
 		"td", "'TASK_' || $4::text",
-		"jsonb_build_object('workerId', $3::text, 'reason', $6::text)") " SELECT (SELECT count(*) FROM l), (SELECT count(*) FROM t)");
+		"jsonb_build_object('workerId', $3::text, 'reason', $6::text)") " SELECT (SELECT count(*) FROM l), (SELECT count(*) FROM t),"
+										" (SELECT count(*) FROM hf)");
 
 static const char *const result_names[] = {
 	[RESULT_COMPLETED] = "COMPLETED",
@@ -151,6 +321,16 @@ queue_result_as(struct db *db, const char *queue, const char *task_id,
 		enum task_result_status status, const char *output,
 		const char *reason, struct err *e)
 {
+	return queue_result_freeing(db, queue, task_id, worker, any_holder,
+				    status, output, reason, NULL, e);
+}
+
+bool
+queue_result_freeing(struct db *db, const char *queue, const char *task_id,
+		     const char *worker, bool any_holder,
+		     enum task_result_status status, const char *output,
+		     const char *reason, bool *freed, struct err *e)
+{
 	const char *params[] = {queue,
 				task_id,
 				worker,
@@ -163,6 +343,8 @@ queue_result_as(struct db *db, const char *queue, const char *task_id,
 		return false;
 	bool leased = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
 	bool updated = strcmp(PQgetvalue(res, 0, 1), "0") != 0;
+	if (freed)
+		*freed = strcmp(PQgetvalue(res, 0, 2), "0") != 0;
 	PQclear(res);
 	if (!updated)
 		err_set(e, ERR_CONFLICT,
@@ -205,10 +387,15 @@ queue_park(struct db *db, const char *queue, const char *task_id,
 }
 
 DB_STMT(queue_heartbeat_stmt,
-	"UPDATE \"TaskQueues\" SET \"leaseExpiresAt\" = now() +"
-	" make_interval(secs => $4::float8)"
-	" WHERE \"queueName\" = $1 AND \"taskId\" = $2::uuid AND \"leasedBy\" = $3"
-	" RETURNING \"leaseExpiresAt\"::text");
+	"WITH q AS (UPDATE \"TaskQueues\" SET \"leaseExpiresAt\" = now() +"
+	"   make_interval(secs => $4::float8)"
+	"   WHERE \"queueName\" = $1 AND \"taskId\" = $2::uuid"
+	"   AND \"leasedBy\" = $3 RETURNING \"leaseExpiresAt\", \"namespaceId\","
+	"   \"semaphore\", \"taskId\"),"
+	" h AS (UPDATE \"SemaphoreHolders\" h SET \"leaseExpiresAt\" ="
+	"   q.\"leaseExpiresAt\" FROM q WHERE h.\"namespaceId\" = q.\"namespaceId\""
+	"   AND h.\"name\" = q.\"semaphore\" AND h.\"taskId\" = q.\"taskId\")"
+	" SELECT \"leaseExpiresAt\"::text FROM q");
 
 bool
 queue_heartbeat(struct db *db, const char *queue, const char *task_id,
@@ -238,7 +425,11 @@ DB_STMT(queue_release_stmt,
 	"   \"leaseExpiresAt\" = CASE WHEN $4::float8 > 0 THEN now() +"
 	"   make_interval(secs => $4::float8) END"
 	"   WHERE \"queueName\" = $1 AND \"taskId\" = $2::uuid"
-	"   AND \"leasedBy\" = $3 RETURNING \"workflowId\", \"taskId\"),"
+	"   AND \"leasedBy\" = $3 RETURNING \"workflowId\", \"taskId\","
+	"   \"namespaceId\", \"semaphore\"),"
+	" hf AS (DELETE FROM \"SemaphoreHolders\" h USING q"
+	"   WHERE h.\"namespaceId\" = q.\"namespaceId\""
+	"   AND h.\"name\" = q.\"semaphore\" AND h.\"taskId\" = q.\"taskId\"),"
 	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'SCHEDULED',"
 	"   \"callbackAfterSeconds\" = ceil($4::float8)::bigint,"
 	"   \"updatedAt\" = now() FROM q"
@@ -293,7 +484,7 @@ queue_sweep_deferred(struct db *db, int limit, size_t *n, struct err *e)
  * (retry as a new attempt, or fail the workflow). */
 DB_STMT(queue_sweep_expired_stmt,
 	"WITH c AS (SELECT \"queueName\", \"id\", \"taskId\", \"workflowId\","
-	"   \"leasedBy\" FROM \"TaskQueues\""
+	"   \"leasedBy\", \"namespaceId\", \"semaphore\" FROM \"TaskQueues\""
 	"   WHERE \"leaseExpiresAt\" <= now() AND \"leasedBy\" IS NOT NULL"
 	"   ORDER BY \"leaseExpiresAt\" LIMIT $1::int FOR UPDATE SKIP LOCKED),"
 	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'TIMED_OUT',"
@@ -305,6 +496,9 @@ DB_STMT(queue_sweep_expired_stmt,
 	"   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\"),"
 	" q AS (DELETE FROM \"TaskQueues\" q USING c"
 	"   WHERE q.\"queueName\" = c.\"queueName\" AND q.\"id\" = c.\"id\"),"
+	" hf AS (DELETE FROM \"SemaphoreHolders\" h USING c"
+	"   WHERE h.\"namespaceId\" = c.\"namespaceId\""
+	"   AND h.\"name\" = c.\"semaphore\" AND h.\"taskId\" = c.\"taskId\"),"
 	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
 	"   \"reason\") SELECT DISTINCT \"workflowId\", \"namespaceId\", 'timeout'"
 	"   FROM t ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
@@ -331,6 +525,8 @@ queue_sweep_expired(struct db *db, int limit, size_t *n, struct err *e)
 
 struct db_stmt *const queue_repo_stmts[] = {
 	&queue_lease_stmt,
+	&queue_gate_lock_stmt,
+	&queue_lease_gated_stmt,
 	&queue_lease_system_stmt,
 	&queue_result_stmt,
 	&queue_heartbeat_stmt,

@@ -45,6 +45,38 @@ bool queue_lease(struct db *db, const char *queue, const char *worker,
 		 int count, double lease_seconds, char **json_out, size_t *n,
 		 struct err *e);
 
+/* queue_lease, except that rows naming a semaphore of their own (see
+ * queue_lease_gated) are not leased: they are counted in *passed_over
+ * (may be NULL), for the caller to try queue_lease_gated. */
+bool queue_lease_ungated(struct db *db, const char *queue, const char *worker,
+			 int count, double lease_seconds, char **json_out,
+			 size_t *n, size_t *passed_over, struct err *e);
+
+/* What gates a queue's leases (flow control). */
+struct queue_gate {
+	const char *ns_id;
+	const char *semaphore; /* the task definition's, or NULL */
+	int default_permits;   /* of a semaphore with no "Semaphores" row */
+	int concurrent_limit; /* leased rows of the queue at most; <= 0: none */
+	int rate_limit;       /* leases per window; <= 0: none */
+	int rate_seconds;     /* the window's length (<= 0: 1 s) */
+};
+
+/*
+ * queue_lease for a queue with flow control: a row is leased only while
+ * its semaphore (the row's own, else g->semaphore) has a free permit, which
+ * the lease then holds in "SemaphoreHolders" until the task's result,
+ * release or timeout (or its lease runs out); and no more rows than the
+ * concurrency limit and the rate limit's current fixed window leave.  Fewer
+ * rows, possibly none, when a limit is reached: never an error for that.
+ * Serialised per semaphore and per limited queue, across connections and
+ * replicas, by advisory transaction locks; runs its own transaction.
+ */
+bool queue_lease_gated(struct db *db, const char *queue, const char *worker,
+		       int count, double lease_seconds,
+		       const struct queue_gate *g, char **json_out, size_t *n,
+		       struct err *e);
+
 /* Leases up to count available tasks of the system type task_type (never
  * SIMPLE) from every queue, for the in-process runner; *json_out is a JSON
  * array of the tasks (id, workflowId, namespaceId, queueName, refName,
@@ -77,6 +109,13 @@ bool queue_result_as(struct db *db, const char *queue, const char *task_id,
 		     enum task_result_status status, const char *output,
 		     const char *reason, struct err *e);
 
+/* queue_result_as; *freed (may be NULL) tells whether a semaphore permit
+ * was given back. */
+bool queue_result_freeing(struct db *db, const char *queue, const char *task_id,
+			  const char *worker, bool any_holder,
+			  enum task_result_status status, const char *output,
+			  const char *reason, bool *freed, struct err *e);
+
 /* A system task declared asyncComplete that has done its work: records its
  * output and leaves it IN_PROGRESS with its queue row gone (nothing leases
  * it again, no lease runs out) until the API completes or fails it.
@@ -87,14 +126,16 @@ bool queue_park(struct db *db, const char *queue, const char *task_id,
 		const char *worker, const char *output, bool *parked,
 		struct err *e);
 
-/* Renews the lease for lease_seconds from now; ERR_CONFLICT when lost.
+/* Renews the lease (and the semaphore permit it holds) for lease_seconds
+ * from now; ERR_CONFLICT when lost.
  * *expires_out (may be NULL) gets the new expiry as text (free). */
 bool queue_heartbeat(struct db *db, const char *queue, const char *task_id,
 		     const char *worker, double lease_seconds,
 		     char **expires_out, struct err *e);
 
-/* Gives the task back: available again after delay_seconds (0: at once),
- * to any worker; the attempt stays the same.  ERR_CONFLICT when lost. */
+/* Gives the task back (and its semaphore permit): available again after
+ * delay_seconds (0: at once), to any worker; the attempt stays the same.
+ * ERR_CONFLICT when lost. */
 bool queue_release(struct db *db, const char *queue, const char *task_id,
 		   const char *worker, double delay_seconds, struct err *e);
 

@@ -29,6 +29,7 @@ extern struct db_stmt *const outbox_repo_stmts[];
 extern struct db_stmt *const partition_repo_stmts[];
 extern struct db_stmt *const polls_repo_stmts[];
 extern struct db_stmt *const queue_repo_stmts[];
+extern struct db_stmt *const semaphores_repo_stmts[];
 extern struct db_stmt *const subflows_repo_stmts[];
 extern struct db_stmt *const timers_repo_stmts[];
 
@@ -50,6 +51,7 @@ static struct db_stmt *const *const modules[] = {
 	partition_repo_stmts,
 	polls_repo_stmts,
 	queue_repo_stmts,
+	semaphores_repo_stmts,
 	subflows_repo_stmts,
 	timers_repo_stmts,
 };

@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 /* The binary's migrations: update with each new one. */
-#define KNOWN_MIGRATIONS 5
+#define KNOWN_MIGRATIONS 6
 #define LATEST_MIGRATION "0007_outbox"
 
 extern char **environ;

@@ -59,9 +59,9 @@ teardown(void)
 
 /*
  * Every object of schema public except the runner's own "SchemaMigrations",
- * one per line, sorted.  Period suffixes of range partitions (_p2026_11,
- * _p2026_11_30_16) are masked so that two snapshots taken across an hour
- * boundary still compare equal.
+ * and the columns of tables (not of each partition), one per line, sorted.
+ * Period suffixes of range partitions (_p2026_11, _p2026_11_30_16) are masked
+ * so that two snapshots taken across an hour boundary still compare equal.
  */
 static const char snapshot_sql[] =
 	"WITH \"o\"(\"line\") AS ("
@@ -82,6 +82,13 @@ static const char snapshot_sql[] =
 	"   FROM pg_trigger g JOIN pg_class c ON c.\"oid\" = g.\"tgrelid\""
 	"  WHERE c.\"relnamespace\" = 'public'::regnamespace"
 	"    AND NOT g.\"tgisinternal\""
+	" UNION ALL"
+	" SELECT 'column ' || c.\"relname\" || '.' || a.\"attname\""
+	"   FROM pg_attribute a JOIN pg_class c ON c.\"oid\" = a.\"attrelid\""
+	"  WHERE c.\"relnamespace\" = 'public'::regnamespace"
+	"    AND c.\"relkind\" IN ('r', 'p') AND NOT c.\"relispartition\""
+	"    AND a.\"attnum\" > 0"
+	"    AND NOT a.\"attisdropped\""
 	" UNION ALL"
 	" SELECT 'extension ' || x.\"extname\" FROM pg_extension x"
 	"  WHERE x.\"extname\" <> 'plpgsql')"

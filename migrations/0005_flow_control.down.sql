@@ -1,0 +1,2 @@
+COMMENT ON TABLE "Semaphores" IS NULL;
+ALTER TABLE "TaskQueues" DROP COLUMN "semaphore";
