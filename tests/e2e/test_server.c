@@ -952,13 +952,15 @@ Test(server, sigterm_lets_a_request_in_progress_finish)
 			  "Connection: close\r\n\r\n";
 	cr_assert(send(c, req, strlen(req), MSG_NOSIGNAL) ==
 		  (ssize_t)strlen(req));
-	/* The handler is now connecting to the silent database, and so is
-	 * the queue-signal listener of the api role: hold both, whichever
-	 * comes first. */
+	/* The handler is now connecting to the silent database, and so are
+	 * the queue-signal listener and the event listener of the api role:
+	 * hold all three, whichever comes first. */
 	int held = accept_within(fake, 5000);
 	cr_assert_geq(held, 0, "/readyz did not reach the database");
 	int held2 = accept_within(fake, 5000);
 	cr_assert_geq(held2, 0, "only one connection reached the database");
+	int held3 = accept_within(fake, 5000);
+	cr_assert_geq(held3, 0, "only two connections reached the database");
 
 	cr_assert(kill(kid.pid, SIGTERM) == 0);
 	cr_assert_not_null(child_wait_output(&kid, 1, "shutting down", 5000),
@@ -966,6 +968,7 @@ Test(server, sigterm_lets_a_request_in_progress_finish)
 	/* Let the request finish: the database hangs up, readyz says 503. */
 	close(held);
 	close(held2);
+	close(held3);
 
 	char resp[8192] = "";
 	size_t len = 0;
