@@ -31,8 +31,9 @@ export function href(path, params = {}) {
 
 export function go(path, params, replace = false) {
   const target = href(path, params);
-  if (replace) history.replaceState(null, '', target); else location.hash = target;
-  if (replace) route();
+  // The same view again (Apply with unchanged filters) is a refresh.
+  if (replace || target === location.hash) { history.replaceState(null, '', target); route(); return; }
+  location.hash = target;
 }
 
 const pages = [

@@ -80,7 +80,7 @@ function branches(t, ctx, lists, shape) {
       for (const c of cols) {
         const bx = cx + c.col.w / 2;
         const by = y + top;
-        if (c.label) out.push(`<text class="lbl" x="${bx}" y="${by - 6}" text-anchor="middle">${esc(cut(c.label, 22))}</text>`);
+        if (c.label) out.push(`<text class="lbl" x="${bx + 5}" y="${by - 4}">${esc(cut(c.label, 22))}</text>`);
         edge(out, x, y + NH, bx, c.col.empty ? bottom - 4 : by - (c.label ? 12 : 0), !c.col.empty);
         if (!c.col.empty) {
           if (c.label) out.push(`<path class="edge" d="M${bx} ${by - 12}V${by}"/>`);

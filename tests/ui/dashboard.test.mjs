@@ -65,6 +65,10 @@ async function seed() {
         inputParameters: { kind: '${workflow.input.kind}' },
         decisionCases: { fast: [{ name: 'fast', taskReferenceName: 'fast', type: 'NOOP' }] },
         defaultCase: [{ name: 'slow', taskReferenceName: 'slow', type: 'NOOP' }] },
+      { name: 'both', taskReferenceName: 'both', type: 'FORK_JOIN', forkTasks: [
+        [{ name: 'left', taskReferenceName: 'left', type: 'NOOP' }],
+        [{ name: 'right', taskReferenceName: 'right', type: 'SET_VARIABLE', inputParameters: { side: 'right' } }]] },
+      { name: 'meet', taskReferenceName: 'meet', type: 'JOIN', joinOn: ['left', 'right'] },
     ],
   });
   await api('POST', '/workflow-definitions?overwrite=true', {
@@ -137,6 +141,7 @@ const scenarios = {
     await until('the gate completed in the graph', async () => /st-COMPLETED/.test(await gate.getAttribute('class')));
     await until('the fast case completed', async () => /st-COMPLETED/.test(await page.locator('#graph g.node[data-ref="fast"]').getAttribute('class')));
     assert.match(await page.locator('#graph g.node[data-ref="slow"]').getAttribute('class'), /st-NONE/);
+    await until('the join completed', async () => /st-COMPLETED/.test(await page.locator('#graph g.node[data-ref="meet"]').getAttribute('class')));
     await until('WORKFLOW_COMPLETED in the history', async () => /WORKFLOW_COMPLETED/.test(await page.locator('#history-list').innerText()));
     await until('the status', async () => /COMPLETED/.test(await page.locator('h1 .badge').innerText()));
     assert.equal(await page.evaluate(() => window.__noReload), true, 'the page reloaded');
