@@ -82,6 +82,40 @@ CREATE TRIGGER "WorkflowEvents_outbox"
     REFERENCING NEW TABLE AS "nf_new_events"
     FOR EACH STATEMENT EXECUTE FUNCTION "nf_outbox_status_events"();
 
+-- Conductor's WorkflowDef "workflowStatusListenerEnabled" with a
+-- "workflowStatusListenerSink": registering such a definition makes (or
+-- updates) the listener of its name, hearing the workflow's terminal
+-- transitions (the task transitions an existing listener names are kept).
+-- Disabling it later leaves the listener: DELETE it through the API.
+CREATE FUNCTION "nf_definition_status_listener"()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF NEW."definition"->>'workflowStatusListenerEnabled' = 'true'
+       AND coalesce(NEW."definition"->>'workflowStatusListenerSink', '') <> '' THEN
+        INSERT INTO "StatusListeners" ("namespaceId", "workflowName", "sink",
+                                       "workflowTransitions", "eventTypes")
+        VALUES (NEW."namespaceId", NEW."name",
+                NEW."definition"->>'workflowStatusListenerSink',
+                '{COMPLETED,FAILED,TERMINATED,TIMED_OUT}',
+                '{WORKFLOW_COMPLETED,WORKFLOW_FAILED,WORKFLOW_TERMINATED,WORKFLOW_TIMED_OUT}')
+        ON CONFLICT ("namespaceId", "workflowName") DO UPDATE SET
+            "sink" = EXCLUDED."sink",
+            "workflowTransitions" = EXCLUDED."workflowTransitions",
+            "eventTypes" = EXCLUDED."eventTypes" || ARRAY(
+                SELECT t FROM unnest("StatusListeners"."eventTypes") AS t
+                WHERE t LIKE 'TASK\_%'),
+            "updatedAt" = now();
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER "WorkflowDefinitions_status_listener"
+    AFTER INSERT OR UPDATE OF "definition" ON "WorkflowDefinitions"
+    FOR EACH ROW EXECUTE FUNCTION "nf_definition_status_listener"();
+
 -- New outbox rows wake the relays of every replica.  A hint only (the
 -- relay also looks on its own every --outbox-interval-ms); identical
 -- notifications of one transaction are folded into one at commit, and

@@ -19,7 +19,8 @@
  *   replicas     two servers on one database deliver every event exactly
  *                once.
  *   api          sinks and listeners: PUT, GET (never the secret), DELETE,
- *                and the validation errors.
+ *                and the validation errors; a Conductor definition's
+ *                workflowStatusListenerEnabled/Sink makes its listener.
  */
 #include "harness.h"
 
@@ -790,6 +791,26 @@ Test(api, sinks_and_listeners)
 	json_decref(v);
 	json_decref(call("DELETE", NS "/status-listeners/wf", NULL, 204));
 	json_decref(call("GET", NS "/status-listeners/wf", NULL, 404));
+	/* Conductor's workflowStatusListenerEnabled/Sink make the listener
+	 * of the definition's name. */
+	json_decref(
+		callj("POST", NS "/workflow-definitions", 201,
+		      json_pack("{s:s,s:i,s:b,s:s,s:[{s:s,s:s,s:s,s:s}]}",
+				"name", "conductorish", "version", 1,
+				"workflowStatusListenerEnabled", 1,
+				"workflowStatusListenerSink", "webhook:hooks",
+				"tasks", "name", "ev", "taskReferenceName",
+				"ev", "type", "EVENT", "sink", "hooks")));
+	v = call("GET", NS "/status-listeners/conductorish", NULL, 200);
+	cr_assert_str_eq(json_string_value(json_object_get(v, "sink")),
+			 "webhook:hooks");
+	char *wt = json_dumps(json_object_get(v, "workflowTransitions"),
+			      JSON_COMPACT);
+	cr_assert_str_eq(wt, "[\"COMPLETED\",\"FAILED\",\"TERMINATED\","
+			     "\"TIMED_OUT\"]");
+	free(wt);
+	json_decref(v);
+
 	json_decref(call("DELETE", NS "/sinks/hooks", NULL, 204));
 	json_decref(call("GET", NS "/sinks/hooks", NULL, 404));
 	json_decref(call("DELETE", NS "/sinks/hooks", NULL, 404));
