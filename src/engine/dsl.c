@@ -740,6 +740,13 @@ parse_task(struct parser *p, const json_t *doc, struct wf_task *t)
 			       errs);
 		free(path);
 	}
+	/* Only worker tasks are leased through the gate: a semaphore on
+	 * any other kind would be a promise nothing keeps. */
+	if (t->kind && t->kind->exec != TASK_EXEC_WORKER &&
+	    (t->semaphore || (t->inline_def && t->inline_def->semaphore)))
+		fail_at(errs, t->path, "semaphore",
+			"applies to worker (SIMPLE) tasks only: tasks of this "
+			"type are not gated");
 	if (t->kind)
 		parse_nested(p, doc, t);
 }

@@ -144,16 +144,9 @@ result(struct db *db, const struct queue_ref *q, const char *task_id,
 	free(text);
 	if (ok)
 		decide_loop_wake_all();
-	if (ok && !freed) {
-		struct def_ref d = {0};
-		struct err de = ERR_INIT;
-		if (defcache_task(db, q->ns_id, q->task, &d, &de))
-			freed = d.task->concurrent_exec_limit > 0;
-		defcache_release(&d);
-	}
 	if (ok && freed) {
-		/* Capacity came back: polls of this queue waiting on it
-		 * look again (other queues sharing a semaphore look at their
+		/* A permit came back: polls of this queue waiting on it look
+		 * again (other queues sharing the semaphore look at their
 		 * next poll, or at the end of their wait). */
 		json_t *names = json_pack("[s]", queue);
 		struct err se = ERR_INIT;

@@ -674,6 +674,15 @@ Test(semaphore, bad_semaphore_fields_are_rejected)
 		       "{\"name\":\"w\",\"tasks\":[{\"name\":\"t\","
 		       "\"taskReferenceName\":\"r\",\"semaphore\":\"\"}]}",
 		       "$.tasks[0].semaphore");
+	/* Tasks the server runs itself are never gated: naming a semaphore
+	 * there is refused, not ignored. */
+	expect_invalid("POST", NS "/workflow-definitions",
+		       "{\"name\":\"w\",\"tasks\":[{\"name\":\"t\","
+		       "\"taskReferenceName\":\"r\",\"type\":\"INLINE\","
+		       "\"semaphore\":\"s\",\"inputParameters\":{"
+		       "\"evaluatorType\":\"javascript\","
+		       "\"expression\":\"1\"}}]}",
+		       "$.tasks[0].semaphore");
 }
 
 /* ---------------------------------------------------------- unconfigured */
