@@ -60,6 +60,12 @@ struct config {
 	char *conductor_namespace; /* the namespace of /api/... */
 	char *server;              /* the client commands' node-flow URL */
 	char *namespace_name;      /* the client commands' namespace */
+	long payload_offload_bytes;
+	long payload_max_bytes;
+	char *payload_store; /* "postgres" or "dir:/path" */
+	long payload_gc_interval_ms;
+	long payload_gc_grace_seconds;
+	long cache_prune_interval_seconds;
 };
 
 /* Fills c from the defaults and the NODEFLOW_* environment. */

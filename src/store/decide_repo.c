@@ -1,5 +1,6 @@
 #include "store/decide_repo.h"
 
+#include "store/payload_repo.h"
 #include "store/sql.h"
 #include "store/sqlfrag.h"
 #include "util/json.h"
@@ -104,6 +105,12 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
 	}
 	out->n = (size_t)found;
 	PQclear(res);
+	for (size_t i = 0; i < out->n; i++) {
+		if (!payload_resolve_json(db, &out->items[i].input, e)) {
+			sb_free(&ids);
+			return false;
+		}
+	}
 
 	/* A queued evaluation whose execution is gone (dropped with its
 	 * partition) would otherwise be claimed forever. */
@@ -251,6 +258,13 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 		t->fork_ref = dup_or_null(res, i, 15);
 	}
 	PQclear(res);
+	for (size_t k = 0; k < b->n; k++) {
+		struct loaded_execution *x = &b->items[k];
+		for (size_t i = 0; i < x->n_tasks; i++)
+			if (!payload_resolve_json(db, &x->tasks[i].input, e) ||
+			    !payload_resolve_json(db, &x->tasks[i].output, e))
+				return false;
+	}
 	return true;
 }
 
@@ -352,13 +366,13 @@ DB_STMT(decide_write,
 	"   \"attempt\" int, \"input\" jsonb, \"queueName\" text,"
 	"   \"delaySeconds\" int, \"status\" text, \"output\" jsonb,"
 	"   \"reason\" text, \"seen\" boolean, \"forkRef\" text,"
-	"   \"joinFork\" text)),"
+	"   \"joinFork\" text, \"cacheKey\" text, \"cacheTtlSeconds\" int)),"
 	" nt AS (INSERT INTO \"TaskExecutions\" AS t (\"id\", \"workflowId\","
 	"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
 	"   \"iteration\", \"attempt\", \"status\", \"input\", \"output\","
 	"   \"reasonForIncompletion\", \"queueName\", \"startDelaySeconds\","
 	"   \"forkRef\", \"scheduledAt\", \"startedAt\", \"endedAt\","
-	"   \"deciderSeenAt\", \"updatedAt\")"
+	"   \"deciderSeenAt\", \"updatedAt\", \"cacheKey\", \"cacheTtlSeconds\")"
 	"   SELECT r.\"id\", $1::uuid, $2::uuid, r.\"refName\", r.\"taskDefName\","
 	"   r.\"taskType\", r.\"iteration\", r.\"attempt\", r.\"st\","
 	"   coalesce(r.\"input\", '{}'),"
@@ -374,7 +388,7 @@ DB_STMT(decide_write,
 	"   CASE WHEN r.\"status\" IS NOT NULL THEN now() END,"
 	"   CASE WHEN r.\"term\" THEN now() END,"
 	"   CASE WHEN r.\"term\" AND coalesce(r.\"seen\", false) THEN now() END,"
-	"   now() FROM r"
+	"   now(), r.\"cacheKey\", r.\"cacheTtlSeconds\" FROM r"
 	"   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"
 	"   DO UPDATE SET \"status\" = excluded.\"status\","
 	"   \"input\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"

@@ -15,6 +15,7 @@
 #include <string.h>
 
 extern struct db_stmt *const actions_repo_stmts[];
+extern struct db_stmt *const cache_repo_stmts[];
 extern struct db_stmt *const conductor_repo_stmts[];
 extern struct db_stmt *const db_stmts[];
 extern struct db_stmt *const decide_repo_stmts[];
@@ -23,6 +24,7 @@ extern struct db_stmt *const executions_repo_stmts[];
 extern struct db_stmt *const migrate_stmts[];
 extern struct db_stmt *const notify_stmts[];
 extern struct db_stmt *const partition_repo_stmts[];
+extern struct db_stmt *const payload_repo_stmts[];
 extern struct db_stmt *const polls_repo_stmts[];
 extern struct db_stmt *const queue_repo_stmts[];
 extern struct db_stmt *const subflows_repo_stmts[];
@@ -32,6 +34,7 @@ extern struct db_stmt *const timers_repo_stmts[];
 /* clang-format off */
 static struct db_stmt *const *const modules[] = {
 	actions_repo_stmts,
+	cache_repo_stmts,
 	conductor_repo_stmts,
 	db_stmts,
 	decide_repo_stmts,
@@ -40,6 +43,7 @@ static struct db_stmt *const *const modules[] = {
 	migrate_stmts,
 	notify_stmts,
 	partition_repo_stmts,
+	payload_repo_stmts,
 	polls_repo_stmts,
 	queue_repo_stmts,
 	subflows_repo_stmts,
