@@ -1,6 +1,7 @@
 #include "store/payload_repo.h"
 
 #include "store/sql.h"
+#include "store/sqlfrag.h"
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
@@ -217,9 +218,9 @@ payload_offload_json(struct db *db, const char *ns_id, const char *what,
 	return ok;
 }
 
-/* The payload behind ref ("pg:<uuid>" or "dir:<uuid>"), parsed. */
-static json_t *
-fetch(struct db *db, const char *ref, struct err *e)
+/* The payload behind ref ("pg:<uuid>" or "dir:<uuid>"): its JSON text. */
+static char *
+fetch_text(struct db *db, const char *ref, struct err *e)
 {
 	const char *colon = strchr(ref, ':');
 	const char *id = colon ? colon + 1 : "";
@@ -246,6 +247,14 @@ fetch(struct db *db, const char *ref, struct err *e)
 	} else {
 		err_set(e, ERR_INTERNAL, "unknown payload store in %.60s", ref);
 	}
+	return text;
+}
+
+/* The payload behind ref, parsed. */
+static json_t *
+fetch(struct db *db, const char *ref, struct err *e)
+{
+	char *text = fetch_text(db, ref, e);
 	if (!text)
 		return NULL;
 	json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
@@ -347,36 +356,118 @@ payload_resolve_json(struct db *db, json_t **v, struct err *e)
 	return true;
 }
 
+static const char *
+skip_blanks(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+/*
+ * Whether the key at key (the opening quote of "$nodeflowPayload") is a
+ * placeholder's: `{ "$nodeflowPayload" : { "ref" : "REF" , "size" : N } }`
+ * (blanks as PostgreSQL or jansson print them).  Fills [*start, *end) with
+ * the placeholder's text and ref with its reference.  A string value that
+ * happens to hold the key is escaped (\"), so never matches.
+ */
+static bool
+placeholder_at(const char *text, const char *key, const char **start,
+	       const char **end, char ref[48])
+{
+	const char *b = key;
+	while (b > text && (b[-1] == ' ' || b[-1] == '\n' || b[-1] == '\t' ||
+			    b[-1] == '\r'))
+		b--;
+	if (b == text || b[-1] != '{')
+		return false;
+	*start = b - 1;
+	const char *p = skip_blanks(key + strlen("\"" PAYLOAD_KEY "\""));
+	if (*p != ':')
+		return false;
+	p = skip_blanks(p + 1);
+	if (*p != '{')
+		return false;
+	p = skip_blanks(p + 1);
+	if (strncmp(p, "\"ref\"", 5) != 0)
+		return false;
+	p = skip_blanks(p + 5);
+	if (*p != ':')
+		return false;
+	p = skip_blanks(p + 1);
+	if (*p != '"')
+		return false;
+	const char *r = ++p;
+	while (*p && *p != '"' && *p != '\\' && p - r < 47)
+		p++;
+	if (*p != '"')
+		return false;
+	snprintf(ref, 48, "%.*s", (int)(p - r), r);
+	/* The rest of the inner object ("size"): no braces inside. */
+	while (*p && *p != '}' && *p != '{')
+		p++;
+	if (*p != '}')
+		return false;
+	p = skip_blanks(p + 1);
+	if (*p != '}')
+		return false;
+	*end = p + 1;
+	return true;
+}
+
+/* Splices each placeholder's payload text in place of it: no parse of the
+ * payload, which the payload store holds as the JSON text it was given. */
 bool
 payload_resolve_text(struct db *db, char **text, struct err *e)
 {
-	if (!*text || !strstr(*text, "\"" PAYLOAD_KEY "\""))
+	if (!*text)
 		return true;
-	json_t *v = json_loads(*text, JSON_DECODE_ANY, NULL);
-	if (!v)
+	const char *key = strstr(*text, "\"" PAYLOAD_KEY "\"");
+	if (!key)
 		return true;
-	if (!resolve(db, &v, 0, e)) {
-		json_decref(v);
-		return false;
+	struct strbuf out = STRBUF_INIT;
+	const char *from = *text;
+	for (; key; key = strstr(key + 1, "\"" PAYLOAD_KEY "\"")) {
+		const char *start, *end;
+		char ref[48];
+		if (!placeholder_at(*text, key, &start, &end, ref) ||
+		    start < from)
+			continue;
+		char *payload = fetch_text(db, ref, e);
+		if (!payload) {
+			sb_free(&out);
+			return false;
+		}
+		sb_append(&out, from, (size_t)(start - from));
+		sb_puts(&out, payload);
+		free(payload);
+		from = end;
+		key = end - 1;
 	}
-	char *out = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-	json_decref(v);
+	if (from == *text) {
+		sb_free(&out);
+		return true;
+	}
+	sb_puts(&out, from);
 	free(*text);
-	*text = out;
+	*text = sb_steal(&out);
 	return true;
 }
 
 /* ------------------------------------------------------------ collection */
 
-/* Referenced by some execution or task row (each test an index probe on
- * one of the partial ref indexes). */
-#define REFERENCED(ref)                                              \
-	"(EXISTS (SELECT 1 FROM \"WorkflowExecutions\" e"            \
-	" WHERE e.\"inputRef\" = " ref ") OR EXISTS (SELECT 1 FROM"  \
-	" \"WorkflowExecutions\" e WHERE e.\"outputRef\" = " ref ")" \
-	" OR EXISTS (SELECT 1 FROM \"TaskExecutions\" t"             \
-	" WHERE t.\"inputRef\" = " ref ") OR EXISTS (SELECT 1 FROM"  \
-	" \"TaskExecutions\" t WHERE t.\"outputRef\" = " ref "))"
+/* Referenced by some execution, or by a task row whose execution still
+ * exists (a dropped partition takes executions, not their tasks).  Each
+ * test is an index probe on one of the partial ref indexes. */
+#define REFERENCED(ref)                                                  \
+	"(EXISTS (SELECT 1 FROM \"WorkflowExecutions\" e"                \
+	" WHERE e.\"inputRef\" = " ref ") OR EXISTS (SELECT 1 FROM"      \
+	" \"WorkflowExecutions\" e WHERE e.\"outputRef\" = " ref ")"     \
+	" OR EXISTS (SELECT 1 FROM \"TaskExecutions\" t"                 \
+	" WHERE (t.\"inputRef\" = " ref " OR t.\"outputRef\" = " ref ")" \
+	" AND EXISTS (SELECT 1 FROM \"WorkflowExecutions\" e"            \
+	" WHERE e.\"id\" = t.\"workflowId\" AND " SQL_EXEC_WINDOW(       \
+		"e", "t.\"workflowId\"") ")))"
 
 DB_STMT(payload_collect_stmt,
 	"WITH c AS (SELECT p.\"id\" FROM \"Payloads\" p"

@@ -9,6 +9,16 @@
  *             shares it; cacheConfig is checked at registration (400 with
  *             the JSON path); expired entries are pruned.
  *
+ *   payloads  a 5 MB task output is offloaded (the row holds a small
+ *             placeholder, "outputRef" names the payload) and reads back
+ *             identical through the native API, the Conductor API, a poll
+ *             and a downstream task's input expression; it is not cached;
+ *             a large workflow input likewise; once the workflow's
+ *             partition is dropped the payloads are collected.  An output
+ *             above the maximum fails the task with the reason; a start
+ *             above it gets 413.  The directory store does the same with
+ *             files.
+ *
  * Every test gets its own database and server; waits have deadlines.
  */
 #include "harness.h"
@@ -24,7 +34,9 @@
 #include <unistd.h>
 
 enum {
-	DECIDE_TIMEOUT_MS = 15000,
+	/* Generous: the payload tests move megabytes through a sanitizer
+	 * build. */
+	DECIDE_TIMEOUT_MS = 60000,
 	LOG_SIZE = 32768,
 };
 
@@ -101,6 +113,7 @@ cleanup(void)
 }
 
 TestSuite(cache, .fini = cleanup);
+TestSuite(payloads, .fini = cleanup);
 
 /* ---------------------------------------------------------- HTTP helpers */
 
@@ -259,9 +272,10 @@ complete(const char *queue, const char *task_id, json_t *output)
 	char path[512];
 	snprintf(path, sizeof(path), NS "/queues/%s/tasks/%s/complete", queue,
 		 task_id);
-	char *text = json_dumps(
-		json_pack("{s:s,s:o}", "workerId", "w1", "output", output),
-		JSON_COMPACT);
+	json_t *req =
+		json_pack("{s:s,s:o}", "workerId", "w1", "output", output);
+	char *text = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
 	struct th_response r;
 	th_http(srv, "POST", path, text, strlen(text), &r);
 	free(text);
@@ -468,4 +482,286 @@ Test(cache, expired_entries_are_pruned)
 			     " WHERE \"key\" = 'new'",
 			     NULL),
 		     1);
+}
+
+/* --------------------------------------------------------------- payloads */
+
+/* n bytes of varied text (no character JSON escapes), malloc'd. */
+static char *
+big_text(size_t n, unsigned seed)
+{
+	char *s = malloc(n + 1);
+	cr_assert_not_null(s);
+	unsigned x = seed * 2654435761u + 1;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		s[i] = "abcdefghijklmnopqrstuvwxyz0123456789 .,-ABCDEFGHIJKLMNOPQR"
+			[(x >> 16) % 58];
+	}
+	s[n] = '\0';
+	return s;
+}
+
+/* The grace period covers a payload written before its row commits, which
+ * a loaded sanitizer build can take seconds to do. */
+static const char *const big_flags[] = {"--max-body-bytes",
+					"33554432",
+					"--payload-gc-interval-ms",
+					"100",
+					"--payload-gc-grace-seconds",
+					"15",
+					NULL};
+
+/* big -> down: down's input copies big's output by expression. */
+static void
+put_big_workflow(void)
+{
+	put_task_def("big");
+	put_task_def("down");
+	json_decref(callj(
+		"POST", NS "/workflow-definitions", 201,
+		json_pack("{s:s,s:i,s:[{s:s,s:s,s:{s:s},s:{s:s,s:i}},"
+			  "{s:s,s:s,s:{s:s}}],s:{s:s}}",
+			  "name", "bigflow", "version", 1, "tasks", "name",
+			  "big", "taskReferenceName", "big", "inputParameters",
+			  "in", "${workflow.input.note}", "cacheConfig", "key",
+			  "k", "ttlInSecond", 3600, "name", "down",
+			  "taskReferenceName", "down", "inputParameters",
+			  "copy", "${big.output.data}", "outputParameters", "n",
+			  "${down.output.n}")));
+}
+
+static bool
+data_is(const json_t *obj, const char *key, const char *want)
+{
+	const char *have = json_string_value(json_object_get(obj, key));
+	return have && strcmp(have, want) == 0;
+}
+
+static json_t *
+get_path(const char *path)
+{
+	return call("GET", path, NULL, 200);
+}
+
+struct count_probe {
+	const char *q;
+	const char *param;
+	long long want;
+};
+
+static bool
+count_is(void *arg)
+{
+	struct count_probe *p = arg;
+	return sql_int(p->q, p->param) == p->want;
+}
+
+/* The round trip shared by both stores; prefix: "pg:" or "dir:". */
+static void
+round_trip(const char *prefix)
+{
+	put_big_workflow();
+	char *data = big_text(5 * 1024 * 1024, 7);
+	char *note = big_text(400 * 1024, 8);
+	char id[37];
+	start_workflow("bigflow", json_pack("{s:s}", "note", note), id);
+
+	json_t *t = poll_one("big");
+	cr_assert(data_is(json_object_get(t, "input"), "in", note),
+		  "the poll's input is not the offloaded workflow input");
+	char big_id[37];
+	snprintf(big_id, sizeof(big_id), "%s", str_at(t, "id"));
+	json_decref(t);
+	cr_assert_eq(complete("big", big_id, json_pack("{s:s}", "data", data)),
+		     200, "%s", last_body);
+
+	/* The downstream task's input was computed from the payload. */
+	t = poll_one("down");
+	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
+		  "the downstream input is not the offloaded output");
+	char down_id[37];
+	snprintf(down_id, sizeof(down_id), "%s", str_at(t, "id"));
+	json_decref(t);
+	cr_assert_eq(complete("down", down_id, json_pack("{s:i}", "n", 1)), 200,
+		     "%s", last_body);
+	json_t *wf = wait_status(id, "COMPLETED");
+
+	/* In SQL: small columns, references set, nothing cached. */
+	char like[16];
+	snprintf(like, sizeof(like), "%s%%", prefix);
+	const char *p2[] = {big_id, like};
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(*) FROM \"TaskExecutions\""
+			    " WHERE \"id\" = $1::uuid AND \"outputRef\" LIKE $2"
+			    " AND length(\"output\"::text) < 200",
+			    2, p2),
+		     1);
+	const char *p3[] = {down_id, like};
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(*) FROM \"TaskExecutions\""
+			    " WHERE \"id\" = $1::uuid AND \"inputRef\" LIKE $2"
+			    " AND length(\"input\"::text) < 200",
+			    2, p3),
+		     1);
+	const char *p4[] = {id, like};
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(*) FROM \"WorkflowExecutions\""
+			    " WHERE \"id\" = $1::uuid AND \"inputRef\" LIKE $2"
+			    " AND length(\"input\"::text) < 200",
+			    2, p4),
+		     1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\"", NULL),
+		     0, "an offloaded output was cached");
+
+	/* Native API: the workflow with its tasks. */
+	cr_assert(data_is(json_object_get(wf, "input"), "note", note));
+	cr_assert(data_is(json_object_get(task_of(wf, "big"), "output"), "data",
+			  data),
+		  "native GET: the offloaded output does not read back");
+	cr_assert(data_is(json_object_get(task_of(wf, "down"), "input"), "copy",
+			  data));
+	json_decref(wf);
+
+	/* Conductor API: the workflow, and the task on its own. */
+	char path[256];
+	snprintf(path, sizeof(path), "/api/workflow/%s?includeTasks=true", id);
+	wf = get_path(path);
+	bool found = false;
+	size_t i;
+	const json_t *ct;
+	json_array_foreach (json_object_get(wf, "tasks"), i, ct) {
+		if (strcmp(json_string_value(
+				   json_object_get(ct, "referenceTaskName")),
+			   "big") == 0)
+			found = data_is(json_object_get(ct, "outputData"),
+					"data", data);
+	}
+	cr_assert(found, "Conductor GET workflow: no offloaded output");
+	cr_assert(data_is(json_object_get(wf, "input"), "note", note));
+	json_decref(wf);
+	snprintf(path, sizeof(path), "/api/tasks/%s", big_id);
+	json_t *task = get_path(path);
+	cr_assert(data_is(json_object_get(task, "outputData"), "data", data),
+		  "Conductor GET task: no offloaded output");
+	json_decref(task);
+	free(data);
+	free(note);
+
+	/* The partition manager drops the workflow's partition: its
+	 * payloads are collected. */
+	const char *p1[] = {id};
+	char *part =
+		th_value(sql,
+			 "SELECT c.\"relname\" FROM \"WorkflowExecutions\" e"
+			 " JOIN pg_class c ON c.\"oid\" = e.\"tableoid\""
+			 " WHERE e.\"id\" = $1::uuid",
+			 1, p1);
+	const char *pp[] = {part};
+	free(th_value(sql, "SELECT \"nf_drop_partition\"($1)::text", 1, pp));
+	free(part);
+}
+
+Test(payloads, offloaded_read_back_and_collected)
+{
+	start_with(big_flags);
+	round_trip("pg:");
+	cr_assert_gt(sql_int("SELECT count(*) FROM \"Payloads\"", NULL), 2);
+	struct count_probe p = {"SELECT count(*) FROM \"Payloads\"", NULL, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, count_is, &p),
+		  "payloads left after their partition was dropped: %lld",
+		  sql_int(p.q, NULL));
+}
+
+static char store_dir[256];
+
+static long
+files_in(const char *dir)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "ls -1 '%s' | wc -l", dir);
+	FILE *f = popen(cmd, "r");
+	long n = -1;
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	return n;
+}
+
+static bool
+dir_empty(void *arg)
+{
+	(void)arg;
+	return files_in(store_dir) == 0;
+}
+
+Test(payloads, directory_store)
+{
+	snprintf(store_dir, sizeof(store_dir), "/tmp/nf_payloads_%d",
+		 (int)getpid());
+	char spec[300];
+	snprintf(spec, sizeof(spec), "dir:%s", store_dir);
+	const char *flags[] = {"--max-body-bytes",
+			       "33554432",
+			       "--payload-gc-interval-ms",
+			       "100",
+			       "--payload-gc-grace-seconds",
+			       "15",
+			       "--payload-store",
+			       spec,
+			       NULL};
+	start_with(flags);
+	round_trip("dir:");
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"Payloads\"", NULL), 0);
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, dir_empty, NULL),
+		  "%ld files left after their partition was dropped",
+		  files_in(store_dir));
+	rmdir(store_dir);
+}
+
+Test(payloads, above_the_maximum)
+{
+	const char *flags[] = {"--payload-offload-bytes", "1024",
+			       "--payload-max-bytes", "4096", NULL};
+	start_with(flags);
+	put_task_def("lookup");
+	json_decref(callj("POST", NS "/workflow-definitions", 201,
+			  json_pack("{s:s,s:i,s:[{s:s,s:s}]}", "name", "one",
+				    "version", 1, "tasks", "name", "lookup",
+				    "taskReferenceName", "a")));
+	char *text = big_text(10000, 3);
+	/* A start above the maximum: 413, nothing started. */
+	json_t *req =
+		json_pack("{s:s,s:{s:s}}", "name", "one", "input", "x", text);
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	json_t *v = call("POST", NS "/workflows", body, 413);
+	free(body);
+	const char *msg = str_at(json_object_get(v, "error"), "message");
+	cr_assert(strstr(msg, "exceeds the payload maximum of 4096 bytes"),
+		  "%s", msg);
+	json_decref(v);
+	cr_assert_eq(
+		sql_int("SELECT count(*) FROM \"WorkflowExecutions\"", NULL),
+		0);
+
+	/* An output above it fails the task, and so the workflow. */
+	char id[37];
+	start_workflow("one", json_object(), id);
+	json_t *t = poll_one("lookup");
+	cr_assert_eq(complete("lookup", str_at(t, "id"),
+			      json_pack("{s:s}", "x", text)),
+		     200, "%s", last_body);
+	json_decref(t);
+	json_t *wf = wait_status(id, "FAILED");
+	const json_t *a = task_of(wf, "a");
+	cr_assert_str_eq(str_at(a, "status"), "FAILED_WITH_TERMINAL_ERROR");
+	cr_assert(strstr(str_at(a, "reason"), "output of 10") &&
+			  strstr(str_at(a, "reason"),
+				 "exceeds the payload maximum of 4096 bytes"),
+		  "%s", str_at(a, "reason"));
+	json_decref(wf);
+	free(text);
 }
