@@ -8,6 +8,7 @@
 #include "engine/task_kind.h"
 #include "runtime/log.h"
 #include "runtime/metrics.h"
+#include "store/cache_repo.h"
 #include "store/db.h"
 #include "store/decide_repo.h"
 #include "store/timers_repo.h"
@@ -55,6 +56,18 @@ lookup_task_def(void *arg, const char *name)
 	if (!defcache_task(l->db, l->ns_id, name, &l->refs[l->n], &e))
 		return NULL; /* Conductor's defaults apply */
 	return l->refs[l->n++].task;
+}
+
+/* A failed look-up is a miss: the task runs. */
+static json_t *
+lookup_cache(void *arg, const char *name, const char *key)
+{
+	struct lookups *l = arg;
+	json_t *hit = NULL;
+	struct err e = ERR_INIT;
+	if (!cache_get(l->db, l->ns_id, name, key, &hit, &e))
+		return NULL;
+	return hit;
 }
 
 static void
@@ -175,7 +188,8 @@ evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
 	struct lookups lk = {.db = dl->db, .ns_id = x->ns_id};
 	struct decision d = {0};
 	if (ok) {
-		struct decider_input in = {def, x, lookup_task_def, &lk};
+		struct decider_input in = {def, x, lookup_task_def, &lk,
+					   lookup_cache};
 		decide(&in, &d);
 		ok = apply_retry_budget(dl, x, &d, &we);
 	}

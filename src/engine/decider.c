@@ -442,6 +442,29 @@ status_event(struct eval *ev, const struct loaded_task *t)
 	event(ev, type, t->id, data);
 }
 
+/* The cache key of a task of wt: its template resolved like its input;
+ * a string as it is, any other value as its compact JSON text.  NULL (not
+ * cached) when it does not resolve or resolves to null or "". */
+static char *
+cache_key_of(struct eval *ev, const struct wf_task *wt, const char *key_tmpl)
+{
+	struct err e = ERR_INIT;
+	char where[256];
+	snprintf(where, sizeof(where), "%s.cacheConfig.key", wt->path);
+	json_t *tmpl = json_string(key_tmpl);
+	json_t *v = expr_resolve(tmpl, context(ev), where, &e);
+	json_decref(tmpl);
+	char *key = NULL;
+	if (json_is_string(v) && json_string_length(v) > 0 &&
+	    strlen(json_string_value(v)) == json_string_length(v))
+		key = xstrdup(json_string_value(v));
+	else if (v && !json_is_null(v) && !json_is_string(v))
+		key = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |
+					    JSON_SORT_KEYS);
+	json_decref(v);
+	return key;
+}
+
 static void
 schedule_as(struct eval *ev, const struct wf_task *wt, int iteration,
 	    int attempt, int delay_seconds, bool is_retry, const char *fork_ref)
@@ -489,6 +512,30 @@ schedule_as(struct eval *ev, const struct wf_task *wt, int iteration,
 	}
 	if (wt->kind->exec == TASK_EXEC_INLINE && !run.status)
 		run.status = "COMPLETED";
+	/* The workflow task's cacheConfig, else its task definition's. */
+	char *cache_key = NULL;
+	int cache_ttl = wt->cache_ttl_seconds;
+	const char *key_tmpl = wt->cache_key;
+	bool cached = false;
+	if (!key_tmpl && wt->kind->exec != TASK_EXEC_INLINE) {
+		const struct task_def *ctd = task_def_of(ev, wt, run.name);
+		const json_t *cc = ctd ? ctd->cache_config : NULL;
+		key_tmpl = json_string_value(json_object_get(cc, "key"));
+		cache_ttl = (int)json_integer_value(
+			json_object_get(cc, "ttlInSecond"));
+	}
+	if (!run.status && key_tmpl && cache_ttl > 0)
+		cache_key = cache_key_of(ev, wt, key_tmpl);
+	if (cache_key && ev->in->cache_lookup) {
+		json_t *hit =
+			ev->in->cache_lookup(ev->in->arg, run.name, cache_key);
+		if (hit) {
+			run.status = "COMPLETED";
+			json_decref(run.output);
+			run.output = hit;
+			cached = true;
+		}
+	}
 
 	char id[37];
 	uuid_v7(id);
@@ -524,7 +571,14 @@ schedule_as(struct eval *ev, const struct wf_task *wt, int iteration,
 						   : NULL;
 		if (sem)
 			json_object_set_new(row, "semaphore", json_string(sem));
+		if (cache_key) {
+			json_object_set_new(row, "cacheKey",
+					    json_string(cache_key));
+			json_object_set_new(row, "cacheTtlSeconds",
+					    json_integer(cache_ttl));
+		}
 	}
+	free(cache_key);
 	json_decref(run.output);
 	if (is_retry)
 		json_array_append_new(ev->d->retries,
@@ -546,6 +600,12 @@ schedule_as(struct eval *ev, const struct wf_task *wt, int iteration,
 	if (!run.status)
 		return;
 	status_event(ev, &a->t);
+	if (cached) {
+		json_t *last = json_array_get(
+			ev->d->events, json_array_size(ev->d->events) - 1);
+		json_object_set_new(json_object_get(last, "data"), "cached",
+				    json_true());
+	}
 	if (a->t.terminal)
 		queue_reaction(ev, &a->t);
 	else if (wt->kind->opened)

@@ -34,6 +34,11 @@
  * the remaining inline rows are written unseen: the workflow stays queued
  * and the next evaluation reacts to them.
  *
+ * A task with cacheConfig whose key resolves to a cached output is written
+ * COMPLETED with that output instead of being queued (event data "cached":
+ * true); otherwise its row carries "cacheKey" and "cacheTtlSeconds", and
+ * its result fills the cache (store/queue_repo.h).
+ *
  * Threads: any.  Ownership: a decision owns its JSON (decision_free).
  * Failure: none: a problem the workflow itself causes (an expression that
  * cannot be resolved) fails the workflow with a reason that says where.
@@ -50,11 +55,17 @@
 /* Looks a task definition up (NULL: none; Conductor's defaults apply). */
 typedef const struct task_def *decider_task_def_fn(void *arg, const char *name);
 
+/* Looks an unexpired output up in the output cache of task definition
+ * `name` (a new reference, or NULL: a miss).  Called with the same arg. */
+typedef json_t *decider_cache_fn(void *arg, const char *name, const char *key);
+
 struct decider_input {
 	const struct wf_def *def;
 	const struct loaded_execution *x;
 	decider_task_def_fn *task_def;
 	void *arg;
+	/* NULL: nothing is cached (every cached task runs). */
+	decider_cache_fn *cache_lookup;
 };
 
 struct decision {

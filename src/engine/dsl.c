@@ -563,6 +563,7 @@ task_free(struct wf_task *t)
 	free(t->semaphore);
 	free(t->type);
 	free(t->path);
+	free(t->cache_key);
 	json_decref(t->input_parameters);
 	if (t->inline_def) {
 		task_def_free(t->inline_def);
@@ -698,6 +699,47 @@ parse_nested(struct parser *p, const json_t *doc, struct wf_task *t)
 	}
 }
 
+/* cacheConfig {"key": "<template>", "ttlInSecond": N}: the key is
+ * required and non-empty, the time to live at least one second.  The key's
+ * expressions are checked with the inputParameters (check_expressions). */
+static void
+parse_task_cache_config(const json_t *doc, struct wf_task *t,
+			struct dsl_errors *errs)
+{
+	const json_t *cc = member(doc, "cacheConfig");
+	if (!cc)
+		return;
+	char *path = join(t->path, "cacheConfig");
+	if (!json_is_object(cc)) {
+		dsl_errors_add(errs, path, "must be an object");
+		free(path);
+		return;
+	}
+	char *key = NULL;
+	int ttl = 0;
+	bool ok = get_string(cc, path, "key", true, true, &key, errs);
+	if (!member(cc, "ttlInSecond")) {
+		fail_at(errs, path, "ttlInSecond", "is required");
+		ok = false;
+	} else if (!get_int32(cc, path, "ttlInSecond", 1, &ttl, errs)) {
+		ok = false;
+	}
+	if (ok && t->kind && t->kind->exec == TASK_EXEC_INLINE) {
+		dsl_errors_add(errs, path,
+			       "is not supported on a %s task (it is run by "
+			       "the decider, never queued)",
+			       t->kind->type);
+		ok = false;
+	}
+	if (ok) {
+		t->cache_key = key;
+		t->cache_ttl_seconds = ttl;
+	} else {
+		free(key);
+	}
+	free(path);
+}
+
 static void
 parse_task(struct parser *p, const json_t *doc, struct wf_task *t)
 {
@@ -731,6 +773,7 @@ parse_task(struct parser *p, const json_t *doc, struct wf_task *t)
 	get_int32(doc, t->path, "startDelay", 0, &t->start_delay_seconds, errs);
 	get_int32(doc, t->path, "retryCount", 0, &t->retry_count, errs);
 	get_string(doc, t->path, "semaphore", false, true, &t->semaphore, errs);
+	parse_task_cache_config(doc, t, errs);
 	const json_t *inline_doc = member(doc, "taskDefinition");
 	if (inline_doc) {
 		char *path = join(t->path, "taskDefinition");
@@ -986,6 +1029,15 @@ check_expressions(struct parser *p, struct wf_def *def)
 		/* Expressions in the kind's own fields (subWorkflowParam,
 		 * sink): their references are loaded too. */
 		json_t *extra = subflows_expr_fields(t->raw);
+		if (t->cache_key) {
+			/* The cache key reads like inputParameters do. */
+			if (!extra)
+				extra = json_object();
+			json_t *cc = json_object();
+			json_object_set_new(cc, "key",
+					    json_string(t->cache_key));
+			json_object_set_new(extra, "cacheConfig", cc);
+		}
 		char **more = NULL;
 		size_t n_more = 0;
 		if (extra)

@@ -93,6 +93,10 @@ struct wf_task {
 	size_t index;                    /* position in its list */
 	const struct wf_task_list *list; /* the list it belongs to */
 	json_t *raw; /* the WorkflowTask object as written */
+	/* cacheConfig: the output cache key (a string template resolved like
+	 * inputParameters) and its time to live; NULL when not cached. */
+	char *cache_key;
+	int cache_ttl_seconds;
 };
 
 struct wf_def {

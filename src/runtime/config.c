@@ -192,6 +192,31 @@ static const struct config_def defs[] = {
 	    "100", 0, 1000000, sse_max_streams_per_client,
 	    "event streams one client address may keep open at once (0: no "
 	    "limit); more get 429"),
+	INT("payload-offload-bytes", "NODEFLOW_PAYLOAD_OFFLOAD_BYTES", "262144",
+	    1024, 1073741824, payload_offload_bytes,
+	    "task and workflow inputs and outputs larger than this (as JSON "
+	    "text) are stored in the payload store, their row keeping a "
+	    "reference"),
+	INT("payload-max-bytes", "NODEFLOW_PAYLOAD_MAX_BYTES", "16777216", 1024,
+	    1073741824, payload_max_bytes,
+	    "largest input or output accepted: a task output above it fails "
+	    "the task, a workflow input above it is refused with 413"),
+	STR("payload-store", "NODEFLOW_PAYLOAD_STORE", "postgres",
+	    payload_store,
+	    "where offloaded payloads go: \"postgres\" (the Payloads table) or "
+	    "\"dir:/path\" (one file each in that directory, shared by every "
+	    "replica)"),
+	INT("payload-gc-interval-ms", "NODEFLOW_PAYLOAD_GC_INTERVAL_MS",
+	    "60000", 10, 86400000, payload_gc_interval_ms,
+	    "how often payloads no execution references any more are collected"),
+	INT("payload-gc-grace-seconds", "NODEFLOW_PAYLOAD_GC_GRACE_SECONDS",
+	    "3600", 0, 31536000, payload_gc_grace_seconds,
+	    "how old an unreferenced payload must be before it is collected "
+	    "(covers a payload written just before its row commits)"),
+	INT("cache-prune-interval-seconds",
+	    "NODEFLOW_CACHE_PRUNE_INTERVAL_SECONDS", "3600", 1, 86400,
+	    cache_prune_interval_seconds,
+	    "how often expired task output cache entries are deleted"),
 };
 
 static bool

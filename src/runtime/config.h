@@ -72,6 +72,12 @@ struct config {
 	long sse_buffer_bytes;
 	long sse_max_streams;
 	long sse_max_streams_per_client;
+	long payload_offload_bytes;
+	long payload_max_bytes;
+	char *payload_store; /* "postgres" or "dir:/path" */
+	long payload_gc_interval_ms;
+	long payload_gc_grace_seconds;
+	long cache_prune_interval_seconds;
 };
 
 /* Fills c from the defaults and the NODEFLOW_* environment. */

@@ -20,6 +20,7 @@
 #include "cli/cli.h"
 #include "engine/decide_loop.h"
 #include "engine/partitions.h"
+#include "engine/payloads.h"
 #include "engine/queue_signal.h"
 #include "engine/relay.h"
 #include "engine/sweeper.h"
@@ -37,6 +38,7 @@
 #include "runtime/signals.h"
 #include "store/db.h"
 #include "store/migrate.h"
+#include "store/payload_repo.h"
 #include "store/pool.h"
 
 #include <stdio.h>
@@ -417,6 +419,12 @@ cmd_serve(struct command_line *cl)
 	unsigned pool_flags;
 	if (!preflight(cfg, &pool_flags))
 		return EXIT_FAILURE;
+	struct err pe = ERR_INIT;
+	if (!payload_configure(cfg->payload_store, cfg->payload_offload_bytes,
+			       cfg->payload_max_bytes, &pe)) {
+		fprintf(stderr, "nodeflow: %s\n", pe.msg);
+		return EXIT_USAGE;
+	}
 
 	struct app app = {
 		.cfg = cfg,
@@ -472,6 +480,7 @@ cmd_serve(struct command_line *cl)
 	struct loop *partitions = NULL, *sweeper = NULL, *signals = NULL;
 	struct loop *timers = NULL;
 	struct loop *polls = NULL;
+	struct loop *payloads = NULL;
 	if (http) { /* work enqueued by any replica wakes this one's polls */
 		signals =
 			queue_signal_start(cfg->database_url, wake_queue, http);
@@ -479,6 +488,7 @@ cmd_serve(struct command_line *cl)
 	}
 	if (has_role(cfg->roles, "engine")) {
 		partitions = partitions_loop_start(cfg);
+		payloads = payloads_loop_start(cfg);
 		struct decide_loop_opts d = {
 			.database_url = cfg->database_url,
 			.batch_size = (int)cfg->decider_batch,
@@ -542,6 +552,7 @@ cmd_serve(struct command_line *cl)
 	sse_free(app.sse);
 	loop_stop(polls);
 	loop_stop(partitions);
+	loop_stop(payloads);
 	db_pool_destroy(app.pool);
 	log_info("server", "stopped");
 	return EXIT_SUCCESS;

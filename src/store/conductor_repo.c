@@ -1,5 +1,6 @@
 #include "store/conductor_repo.h"
 
+#include "store/payload_repo.h"
 #include "store/sql.h"
 #include "store/sqlfrag.h"
 #include "util/mem.h"
@@ -205,15 +206,26 @@ cond_task_by_ref(struct db *db, const char *ns_id, const char *wf_id,
 	return read_loc(res, out, what, e);
 }
 
+/* Offloaded payloads read back (store/payload_repo.h). */
+static bool
+resolved(struct db *db, char **json_out, struct err *e)
+{
+	if (payload_resolve_text(db, json_out, e))
+		return true;
+	free(*json_out);
+	*json_out = NULL;
+	return false;
+}
+
 /* One text value from a one-row, one-column result. */
 static bool
-one_text(PGresult *res, char **json_out)
+one_text(struct db *db, PGresult *res, char **json_out, struct err *e)
 {
 	if (!res)
 		return false;
 	*json_out = xstrdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
-	return true;
+	return resolved(db, json_out, e);
 }
 
 DB_STMT(cond_tasks_stmt,
@@ -233,7 +245,8 @@ cond_tasks_json(struct db *db, const char *ns_id, const char *tasks_json,
 		char **json_out, struct err *e)
 {
 	const char *p[] = {ns_id, tasks_json};
-	return one_text(db_exec(db, &cond_tasks_stmt, 2, p, e), json_out);
+	return one_text(db, db_exec(db, &cond_tasks_stmt, 2, p, e), json_out,
+			e);
 }
 
 DB_STMT(cond_workflow_stmt,
@@ -258,7 +271,7 @@ cond_workflow_json(struct db *db, const char *ns_id, const char *id,
 	else
 		err_set(e, ERR_NOT_FOUND, "workflow %s not found", id);
 	PQclear(res);
-	return found;
+	return found && resolved(db, json_out, e);
 }
 
 /*
@@ -311,7 +324,8 @@ cond_search_json(struct db *db, const char *ns_id, const struct cond_search *s,
 		start,
 		s->ascending ? "true" : "false",
 	};
-	return one_text(db_exec(db, &cond_search_stmt, 11, p, e), json_out);
+	return one_text(db, db_exec(db, &cond_search_stmt, 11, p, e), json_out,
+			e);
 }
 
 DB_STMT(cond_correlated_stmt,
@@ -331,7 +345,8 @@ cond_correlated_json(struct db *db, const char *ns_id, const char *name,
 	const char *p[] = {ns_id, name, correlation_id,
 			   include_closed ? "true" : "false",
 			   include_tasks ? "true" : "false"};
-	return one_text(db_exec(db, &cond_correlated_stmt, 5, p, e), json_out);
+	return one_text(db, db_exec(db, &cond_correlated_stmt, 5, p, e),
+			json_out, e);
 }
 
 DB_STMT(cond_running_stmt,
@@ -348,7 +363,8 @@ cond_running_json(struct db *db, const char *ns_id, const char *name,
 	char v[16];
 	snprintf(v, sizeof(v), "%d", version);
 	const char *p[] = {ns_id, name, v};
-	return one_text(db_exec(db, &cond_running_stmt, 3, p, e), json_out);
+	return one_text(db, db_exec(db, &cond_running_stmt, 3, p, e), json_out,
+			e);
 }
 
 DB_STMT(cond_task_progress_stmt,
@@ -427,7 +443,7 @@ cond_task_logs_json(struct db *db, const char *ns_id, const char *wf_id,
 		    const char *task_id, char **json_out, struct err *e)
 {
 	const char *p[] = {ns_id, wf_id, task_id};
-	return one_text(db_exec(db, &cond_logs_stmt, 3, p, e), json_out);
+	return one_text(db, db_exec(db, &cond_logs_stmt, 3, p, e), json_out, e);
 }
 
 /* clang-format off */

@@ -1,5 +1,6 @@
 #include "store/decide_repo.h"
 
+#include "store/payload_repo.h"
 #include "store/sql.h"
 #include "store/sqlfrag.h"
 #include "util/json.h"
@@ -104,6 +105,12 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
 	}
 	out->n = (size_t)found;
 	PQclear(res);
+	for (size_t i = 0; i < out->n; i++) {
+		if (!payload_resolve_json(db, &out->items[i].input, e)) {
+			sb_free(&ids);
+			return false;
+		}
+	}
 
 	/* A queued evaluation whose execution is gone (dropped with its
 	 * partition) would otherwise be claimed forever. */
@@ -182,6 +189,18 @@ find_execution(struct decide_batch *b, const char *id)
 	return NULL;
 }
 
+static bool
+ref_listed(const json_t *refs, const char *ref)
+{
+	size_t i;
+	const json_t *r;
+	json_array_foreach (refs, i, r) {
+		if (strcmp(json_string_value(r), ref) == 0)
+			return true;
+	}
+	return false;
+}
+
 bool
 decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 		  struct err *e)
@@ -251,6 +270,21 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 		t->fork_ref = dup_or_null(res, i, 15);
 	}
 	PQclear(res);
+	/* Offloaded payloads are read back for the references expressions
+	 * read and for the operators the decider runs (whose rows it may
+	 * rewrite); a worker task's own payload is not the decider's. */
+	for (size_t k = 0; k < b->n; k++) {
+		struct loaded_execution *x = &b->items[k];
+		for (size_t i = 0; i < x->n_tasks; i++) {
+			struct loaded_task *t = &x->tasks[i];
+			if (!ref_listed(refs[k], t->ref) &&
+			    strcmp(t->task_type, "SIMPLE") == 0)
+				continue;
+			if (!payload_resolve_json(db, &t->input, e) ||
+			    !payload_resolve_json(db, &t->output, e))
+				return false;
+		}
+	}
 	return true;
 }
 
@@ -319,6 +353,8 @@ DB_STMT(decide_update_execution,
 	" \"status\" = coalesce($3::jsonb->>'status', e.\"status\"),"
 	" \"output\" = CASE WHEN $3::jsonb ? 'output' THEN $3::jsonb->'output'"
 	"   ELSE e.\"output\" END,"
+	" \"outputRef\" = CASE WHEN $3::jsonb ? 'output'"
+	"   THEN $3::jsonb->>'outputRef' ELSE e.\"outputRef\" END,"
 	" \"variables\" = CASE WHEN $3::jsonb ? 'variables'"
 	"   THEN $3::jsonb->'variables' ELSE e.\"variables\" END,"
 	" \"reasonForIncompletion\" = coalesce($3::jsonb->>'reason',"
@@ -352,13 +388,15 @@ DB_STMT(decide_write,
 	"   \"attempt\" int, \"input\" jsonb, \"queueName\" text,"
 	"   \"delaySeconds\" int, \"status\" text, \"output\" jsonb,"
 	"   \"reason\" text, \"seen\" boolean, \"forkRef\" text,"
-	"   \"joinFork\" text, \"semaphore\" text)),"
+	"   \"joinFork\" text, \"semaphore\" text, \"cacheKey\" text,"
+	"   \"cacheTtlSeconds\" int, \"inputRef\" text, \"outputRef\" text)),"
 	" nt AS (INSERT INTO \"TaskExecutions\" AS t (\"id\", \"workflowId\","
 	"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
 	"   \"iteration\", \"attempt\", \"status\", \"input\", \"output\","
 	"   \"reasonForIncompletion\", \"queueName\", \"startDelaySeconds\","
 	"   \"forkRef\", \"scheduledAt\", \"startedAt\", \"endedAt\","
-	"   \"deciderSeenAt\", \"updatedAt\")"
+	"   \"deciderSeenAt\", \"updatedAt\", \"cacheKey\", \"cacheTtlSeconds\","
+	"   \"inputRef\", \"outputRef\")"
 	"   SELECT r.\"id\", $1::uuid, $2::uuid, r.\"refName\", r.\"taskDefName\","
 	"   r.\"taskType\", r.\"iteration\", r.\"attempt\", r.\"st\","
 	"   coalesce(r.\"input\", '{}'),"
@@ -374,15 +412,22 @@ DB_STMT(decide_write,
 	"   CASE WHEN r.\"status\" IS NOT NULL THEN now() END,"
 	"   CASE WHEN r.\"term\" THEN now() END,"
 	"   CASE WHEN r.\"term\" AND coalesce(r.\"seen\", false) THEN now() END,"
-	"   now() FROM r"
+	"   now(), r.\"cacheKey\", r.\"cacheTtlSeconds\", r.\"inputRef\","
+	"   r.\"outputRef\" FROM r"
 	"   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"
 	"   DO UPDATE SET \"status\" = excluded.\"status\","
 	"   \"input\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
 	"     WHERE u.\"id\" = excluded.\"id\") THEN t.\"input\""
 	"     ELSE excluded.\"input\" END,"
+	"   \"inputRef\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
+	"     WHERE u.\"id\" = excluded.\"id\") THEN t.\"inputRef\""
+	"     ELSE excluded.\"inputRef\" END,"
 	"   \"output\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
 	"     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
 	"     THEN t.\"output\" ELSE excluded.\"output\" END,"
+	"   \"outputRef\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
+	"     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
+	"     THEN t.\"outputRef\" ELSE excluded.\"outputRef\" END,"
 	"   \"reasonForIncompletion\" = excluded.\"reasonForIncompletion\","
 	"   \"startedAt\" = coalesce(t.\"startedAt\", excluded.\"startedAt\"),"
 	"   \"endedAt\" = coalesce(t.\"endedAt\", excluded.\"endedAt\"),"
@@ -425,6 +470,45 @@ DB_STMT(decide_write,
 	"   AND nt.\"deciderSeenAt\" IS NULL))"
 	" SELECT (SELECT count(*) FROM nt), (SELECT count(*) FROM cx)");
 
+/*
+ * obj[key] offloaded to the payload store when it is large (obj[ref_key]
+ * set to its reference).  One above the maximum is replaced by an error
+ * document rather than failing the whole evaluation: what wrote it (an
+ * expression copying outputs together) would fail the same way every time.
+ */
+static bool
+offload_member(struct db *db, const char *ns_id, const char *what, json_t *obj,
+	       const char *key, const char *ref_key, struct err *e)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v)
+		return true;
+	/* A placeholder loaded unread and written back keeps its payload. */
+	const char *kept = json_string_value(
+		json_object_get(json_object_get(v, PAYLOAD_KEY), "ref"));
+	if (kept) {
+		json_object_set_new(obj, ref_key, json_string(kept));
+		return true;
+	}
+	json_incref(v);
+	char ref[48];
+	struct err pe = ERR_INIT;
+	if (!payload_offload_json(db, ns_id, what, &v, ref, &pe)) {
+		json_decref(v);
+		if (pe.code != ERR_TOO_LARGE) {
+			*e = pe;
+			return false;
+		}
+		json_object_set_new(obj, key,
+				    json_pack("{s:s}", "error", pe.msg));
+		return true;
+	}
+	json_object_set_new(obj, key, v);
+	if (ref[0])
+		json_object_set_new(obj, ref_key, json_string(ref));
+	return true;
+}
+
 bool
 decide_apply(struct db *db, const struct loaded_execution *x,
 	     const struct decide_rows *rows, bool *applied, struct err *e)
@@ -433,9 +517,15 @@ decide_apply(struct db *db, const struct loaded_execution *x,
 	snprintf(version, sizeof(version), "%" PRId64, x->version);
 	snprintf(nev, sizeof(nev), "%zu", json_array_size(rows->events));
 	snprintf(prio, sizeof(prio), "%d", x->priority);
-	json_t *empty = json_object();
-	char *update_text = json_db_text(rows->update ? rows->update : empty);
-	json_decref(empty);
+	json_t *update = rows->update ? json_copy((json_t *)rows->update)
+				      : json_object();
+	if (!offload_member(db, x->ns_id, "workflow output", update, "output",
+			    "outputRef", e)) {
+		json_decref(update);
+		return false;
+	}
+	char *update_text = json_db_text(update);
+	json_decref(update);
 	const char *uparams[] = {x->id, version, update_text, nev};
 	PGresult *res = db_exec(db, &decide_update_execution, 4, uparams, e);
 	free(update_text);
@@ -465,8 +555,19 @@ decide_apply(struct db *db, const struct loaded_execution *x,
 	json_t *first = json_array(), *joins = json_array();
 	json_t *row;
 	json_array_foreach (rows->tasks, i, row) {
-		json_array_append(
-			json_object_get(row, "joinFork") ? joins : first, row);
+		json_t *copy = json_copy(row);
+		if (!offload_member(db, x->ns_id, "task input", copy, "input",
+				    "inputRef", e) ||
+		    !offload_member(db, x->ns_id, "task output", copy, "output",
+				    "outputRef", e)) {
+			json_decref(copy);
+			json_decref(numbered);
+			json_decref(first);
+			json_decref(joins);
+			return false;
+		}
+		json_array_append_new(
+			json_object_get(row, "joinFork") ? joins : first, copy);
 	}
 	bool more = json_array_size(joins) > 0;
 	char *tasks_text = json_db_text(first);

@@ -113,6 +113,8 @@ struct decide_rows {
 	 *     also sets deciderSeenAt (the decider already reacted to it in
 	 *     the evaluation that wrote it).  A terminal row written unseen
 	 *     keeps the workflow queued: the next evaluation reacts to it;
+	 *   - "cacheKey", "cacheTtlSeconds": a queued task with cacheConfig
+	 *     (its result fills "TaskOutputCache", queue_repo.h);
 	 *   - "joinFork": the output is built here, not sent: an object of
 	 *     refName -> output of the latest attempt of every task whose
 	 *     forkRef is joinFork, in the row's iteration (a dynamic join);

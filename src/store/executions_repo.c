@@ -1,5 +1,6 @@
 #include "store/executions_repo.h"
 
+#include "store/payload_repo.h"
 #include "store/sql.h"
 #include "store/sqlfrag.h"
 #include "util/mem.h"
@@ -30,10 +31,10 @@ DB_STMT(exec_start_stmt,
 	"   \"defName\", \"defVersion\", \"definition\", \"status\", \"input\","
 	"   \"variables\", \"correlationId\", \"idempotencyKey\", \"priority\","
 	"   \"parentWorkflowId\", \"parentTaskId\", \"eventSeq\", \"startedAt\","
-	"   \"updatedAt\")"
+	"   \"updatedAt\", \"inputRef\")"
 	"   SELECT go.\"id\", $1::uuid, $2, $3::int, $4::jsonb, 'RUNNING',"
 	"   $5::jsonb, $6::jsonb, $7, $9, $8::int, $10::uuid, $11::uuid, 1,"
-	"   go.\"at\", go.\"at\" FROM go"
+	"   go.\"at\", go.\"at\", $14 FROM go"
 	"   RETURNING \"id\", \"namespaceId\", \"startedAt\"),"
 	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
 	"   \"reason\") SELECT \"id\", \"namespaceId\", 'start' FROM w),"
@@ -61,12 +62,19 @@ exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 	snprintf(version, sizeof(version), "%d", s->def_version);
 	snprintf(priority, sizeof(priority), "%d", s->priority);
 	snprintf(timeout, sizeof(timeout), "%" PRId64, s->timeout_seconds);
+	/* A large input goes to the payload store; too large a one is
+	 * refused before anything is written. */
+	char *stored = NULL;
+	char ref[48];
+	if (!payload_offload(db, s->ns_id, "workflow input", s->input,
+			     strlen(s->input), &stored, ref, e))
+		return false;
 	const char *params[] = {
 		s->ns_id,
 		s->def_name,
 		version,
 		s->definition,
-		s->input,
+		stored ? stored : s->input,
 		s->variables,
 		s->correlation_id,
 		priority,
@@ -75,8 +83,10 @@ exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 		s->parent_task_id,
 		timeout,
 		s->timeout_policy,
+		ref[0] ? ref : NULL,
 	};
-	PGresult *res = db_exec(db, &exec_start_stmt, 13, params, e);
+	PGresult *res = db_exec(db, &exec_start_stmt, 14, params, e);
+	free(stored);
 	if (!res)
 		return false;
 	*created = PQntuples(res) == 1;
@@ -155,6 +165,11 @@ exec_get_json(struct db *db, const char *ns_id, const char *id,
 	else
 		err_set(e, ERR_NOT_FOUND, "workflow %s not found", id);
 	PQclear(res);
+	if (found && !payload_resolve_text(db, json_out, e)) {
+		free(*json_out);
+		*json_out = NULL;
+		return false;
+	}
 	return found;
 }
 
@@ -236,6 +251,14 @@ exec_list_json(struct db *db, const char *ns_id, const struct exec_filter *f,
 	PQclear(res);
 	*json_out = sb_steal(&sb);
 	db_rollback(db); /* read-only: nothing to commit */
+	if (!payload_resolve_text(db, json_out, e)) {
+		free(*json_out);
+		*json_out = NULL;
+		free(*next_started_at);
+		free(*next_id);
+		*next_started_at = *next_id = NULL;
+		return false;
+	}
 	return true;
 }
 

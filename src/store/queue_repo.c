@@ -1,7 +1,7 @@
 #include "store/queue_repo.h"
 
 #include "store/db.h"
-
+#include "store/payload_repo.h"
 #include "store/sql.h"
 #include "store/sqlfrag.h"
 #include "util/mem.h"
@@ -10,6 +10,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Leased tasks with their offloaded inputs read back.  A task whose
+ * payload cannot be read is not lost: its lease runs out and it is
+ * handed out again. */
+static bool
+resolved(struct db *db, char **json_out, struct err *e)
+{
+	if (payload_resolve_text(db, json_out, e))
+		return true;
+	free(*json_out);
+	*json_out = NULL;
+	return false;
+}
 
 /* The ungated lease: rows that name a semaphore of their own (a workflow
  * task's override) are passed over and counted, for the gated lease. */
@@ -59,7 +72,7 @@ queue_lease_ungated(struct db *db, const char *queue, const char *worker,
 	if (passed_over)
 		*passed_over = (size_t)strtoul(PQgetvalue(res, 0, 2), NULL, 10);
 	PQclear(res);
-	return true;
+	return resolved(db, json_out, e);
 }
 
 bool
@@ -208,6 +221,11 @@ queue_lease_gated(struct db *db, const char *queue, const char *worker,
 	*json_out = xstrdup(PQgetvalue(res, 0, 0));
 	*n = (size_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
 	PQclear(res);
+	if (!resolved(db, json_out, e)) {
+		db_rollback(db);
+		*n = 0;
+		return false;
+	}
 	if (!db_commit(db, e)) {
 		free(*json_out);
 		*json_out = NULL;
@@ -263,7 +281,7 @@ queue_lease_system(struct db *db, const char *task_type, const char *worker,
 	*json_out = xstrdup(PQgetvalue(res, 0, 0));
 	*n = (size_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
 	PQclear(res);
-	return true;
+	return resolved(db, json_out, e);
 }
 
 /*
@@ -278,11 +296,13 @@ DB_STMT(queue_result_stmt,
 	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = $2::uuid"
 	"   AND ($7::bool OR q.\"leasedBy\" = $3) FOR UPDATE),"
 	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = $4,"
-	"   \"output\" = $5::jsonb, \"reasonForIncompletion\" = $6,"
+	"   \"output\" = $5::jsonb, \"outputRef\" = $8,"
+	"   \"reasonForIncompletion\" = $6,"
 	"   \"endedAt\" = now(), \"updatedAt\" = now() FROM l"
 	"   WHERE te.\"workflowId\" = l.\"workflowId\" AND te.\"id\" = $2::uuid"
 	"   AND te.\"status\" IN ('SCHEDULED', 'IN_PROGRESS')"
-	"   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\"),"
+	"   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\","
+	"   te.\"taskDefName\", te.\"cacheKey\", te.\"cacheTtlSeconds\"),"
 	" q AS (DELETE FROM \"TaskQueues\" q USING t"
 	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = t.\"id\"),"
 	" hf AS (DELETE FROM \"SemaphoreHolders\" h USING l, t"
@@ -295,6 +315,16 @@ DB_STMT(queue_result_stmt,
 	"   EXCLUDED.\"reason\", \"enqueuedAt\" = LEAST("
 	"   \"DecideQueues\".\"enqueuedAt\", EXCLUDED.\"enqueuedAt\")"
 	"   RETURNING \"workflowId\"),"
+	/* A cached task's completed output, unless offloaded. */
+	" c AS (INSERT INTO \"TaskOutputCache\" (\"namespaceId\", \"taskDefName\","
+	"   \"key\", \"output\", \"expiresAt\")"
+	"   SELECT t.\"namespaceId\", t.\"taskDefName\", t.\"cacheKey\", $5::jsonb,"
+	"   now() + make_interval(secs => t.\"cacheTtlSeconds\") FROM t"
+	"   WHERE $4 = 'COMPLETED' AND $8::text IS NULL"
+	"   AND t.\"cacheKey\" IS NOT NULL AND t.\"cacheTtlSeconds\" IS NOT NULL"
+	"   ON CONFLICT (\"namespaceId\", \"taskDefName\", \"key\") DO UPDATE"
+	"   SET \"output\" = excluded.\"output\", \"createdAt\" = now(),"
+	"   \"expiresAt\" = excluded.\"expiresAt\"),"
 	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
 		"td", "'TASK_' || $4::text",
 		"jsonb_build_object('workerId', $3::text, 'reason', $6::text)") " SELECT (SELECT count(*) FROM l), (SELECT count(*) FROM t),"
@@ -315,6 +345,10 @@ queue_result(struct db *db, const char *queue, const char *task_id,
 			       output, reason, e);
 }
 
+DB_STMT(queue_namespace_stmt,
+	"SELECT \"namespaceId\"::text FROM \"TaskQueues\""
+	" WHERE \"queueName\" = $1 AND \"taskId\" = $2::uuid");
+
 bool
 queue_result_as(struct db *db, const char *queue, const char *task_id,
 		const char *worker, bool any_holder,
@@ -331,14 +365,46 @@ queue_result_freeing(struct db *db, const char *queue, const char *task_id,
 		     enum task_result_status status, const char *output,
 		     const char *reason, bool *freed, struct err *e)
 {
+	/* A large output goes to the payload store (under the namespace of
+	 * its queue row; no row, no result: the statement below says why).
+	 * One above the maximum fails the task for good instead. */
+	char *stored = NULL, *too_large = NULL;
+	char ref[48] = "";
+	size_t len = strlen(output);
+	if (len > (size_t)payload_offload_bytes()) {
+		const char *qparams[] = {queue, task_id};
+		PGresult *ns =
+			db_exec(db, &queue_namespace_stmt, 2, qparams, e);
+		if (!ns)
+			return false;
+		if (PQntuples(ns) == 1) {
+			struct err pe = ERR_INIT;
+			if (!payload_offload(db, PQgetvalue(ns, 0, 0), "output",
+					     output, len, &stored, ref, &pe)) {
+				if (pe.code != ERR_TOO_LARGE) {
+					*e = pe;
+					PQclear(ns);
+					return false;
+				}
+				too_large = xstrdup(pe.msg);
+				status = RESULT_FAILED_WITH_TERMINAL_ERROR;
+				output = "{}";
+				reason = too_large;
+			}
+		}
+		PQclear(ns);
+	}
 	const char *params[] = {queue,
 				task_id,
 				worker,
 				result_names[status],
-				output,
+				stored ? stored : output,
 				reason,
-				any_holder ? "true" : "false"};
-	PGresult *res = db_exec(db, &queue_result_stmt, 7, params, e);
+				any_holder ? "true" : "false",
+				ref[0] ? ref : NULL};
+	PGresult *res = db_exec(db, &queue_result_stmt, 8, params, e);
+	free(stored);
+	free(too_large);
 	if (!res)
 		return false;
 	bool leased = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
@@ -524,15 +590,10 @@ queue_sweep_expired(struct db *db, int limit, size_t *n, struct err *e)
 }
 
 struct db_stmt *const queue_repo_stmts[] = {
-	&queue_lease_stmt,
-	&queue_gate_lock_stmt,
-	&queue_lease_gated_stmt,
-	&queue_lease_system_stmt,
-	&queue_result_stmt,
-	&queue_heartbeat_stmt,
-	&queue_release_stmt,
-	&queue_sweep_deferred_stmt,
-	&queue_sweep_expired_stmt,
-	&queue_park_stmt,
-	NULL,
+	&queue_lease_stmt,          &queue_gate_lock_stmt,
+	&queue_lease_gated_stmt,    &queue_lease_system_stmt,
+	&queue_result_stmt,         &queue_namespace_stmt,
+	&queue_heartbeat_stmt,      &queue_release_stmt,
+	&queue_sweep_deferred_stmt, &queue_sweep_expired_stmt,
+	&queue_park_stmt,           NULL,
 };

@@ -15,6 +15,7 @@
 #include <string.h>
 
 extern struct db_stmt *const actions_repo_stmts[];
+extern struct db_stmt *const cache_repo_stmts[];
 extern struct db_stmt *const conductor_repo_stmts[];
 extern struct db_stmt *const dashboard_repo_stmts[];
 extern struct db_stmt *const db_stmts[];
@@ -27,6 +28,7 @@ extern struct db_stmt *const notify_stmts[];
 extern struct db_stmt *const notify_outbox_stmts[];
 extern struct db_stmt *const outbox_repo_stmts[];
 extern struct db_stmt *const partition_repo_stmts[];
+extern struct db_stmt *const payload_repo_stmts[];
 extern struct db_stmt *const polls_repo_stmts[];
 extern struct db_stmt *const queue_repo_stmts[];
 extern struct db_stmt *const semaphores_repo_stmts[];
@@ -37,6 +39,7 @@ extern struct db_stmt *const timers_repo_stmts[];
 /* clang-format off */
 static struct db_stmt *const *const modules[] = {
 	actions_repo_stmts,
+	cache_repo_stmts,
 	conductor_repo_stmts,
 	dashboard_repo_stmts,
 	db_stmts,
@@ -49,6 +52,7 @@ static struct db_stmt *const *const modules[] = {
 	notify_outbox_stmts,
 	outbox_repo_stmts,
 	partition_repo_stmts,
+	payload_repo_stmts,
 	polls_repo_stmts,
 	queue_repo_stmts,
 	semaphores_repo_stmts,

@@ -193,7 +193,8 @@ eval_finish(struct evaluation *ev)
 	int changed = 0;
 	for (size_t i = 0; i < ev->b.n; i++) {
 		struct decision d;
-		struct decider_input in = {wf, &ev->b.items[i], lookup, NULL};
+		struct decider_input in = {wf, &ev->b.items[i], lookup, NULL,
+					   NULL};
 		decide(&in, &d);
 		if (d.changed) {
 			struct decide_rows rows = {d.update, d.tasks, d.seen,
@@ -536,7 +537,7 @@ Test(rerun, deciding_twice_on_one_state_decides_the_same)
 	eval_claim(&ev, D);
 	eval_load(&ev);
 	cr_assert_eq(ev.b.n, 1);
-	struct decider_input in = {wf, &ev.b.items[0], lookup, NULL};
+	struct decider_input in = {wf, &ev.b.items[0], lookup, NULL, NULL};
 	struct decision d1, d2;
 	decide(&in, &d1);
 	decide(&in, &d2);
@@ -572,7 +573,7 @@ Test(identity, a_retry_is_a_new_attempt_not_a_no_op)
 	struct evaluation ev;
 	eval_claim(&ev, D);
 	eval_load(&ev);
-	struct decider_input in = {wf, &ev.b.items[0], lookup, NULL};
+	struct decider_input in = {wf, &ev.b.items[0], lookup, NULL, NULL};
 	struct decision d;
 	decide(&in, &d);
 	cr_assert_eq(json_array_size(d.tasks), 1);
@@ -628,7 +629,7 @@ Test(identity, a_repeated_write_of_one_identity_is_absorbed)
 	eval_claim(&ev, D);
 	eval_load(&ev);
 	struct loaded_execution *x = &ev.b.items[0];
-	struct decider_input in = {wf, x, lookup, NULL};
+	struct decider_input in = {wf, x, lookup, NULL, NULL};
 	struct decision d1, d2;
 	decide(&in, &d1);
 	decide(&in, &d2);
@@ -774,7 +775,8 @@ fixture_init(struct fixture *f, const char *status, int64_t version)
 static void
 fixture_decide(struct fixture *f)
 {
-	struct decider_input in = {f->def, &f->b.items[0], fixture_lookup, f};
+	struct decider_input in = {f->def, &f->b.items[0], fixture_lookup, f,
+				   NULL};
 	decide(&in, &f->d);
 }
 

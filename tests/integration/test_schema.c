@@ -246,6 +246,19 @@ static const struct index_spec indexes[] = {
 	    "INDEX \"TaskExecutions_recent_by_def_idx\" ON ONLY"
 	    " public.\"TaskExecutions\" USING btree (\"namespaceId\","
 	    " \"taskDefName\", \"scheduledAt\" DESC)"),
+	/* Orphaned-payload collection, the task side (migration 0006). */
+	IDX("TaskExecutions",
+	    "INDEX \"TaskExecutions_input_ref_idx\" ON ONLY"
+	    " public.\"TaskExecutions\" USING btree (\"inputRef\")"
+	    " WHERE (\"inputRef\" IS NOT NULL)"),
+	IDX("TaskExecutions",
+	    "INDEX \"TaskExecutions_output_ref_idx\" ON ONLY"
+	    " public.\"TaskExecutions\" USING btree (\"outputRef\")"
+	    " WHERE (\"outputRef\" IS NOT NULL)"),
+	IDX("Payloads", "UNIQUE INDEX \"Payloads_pkey\" ON public.\"Payloads\""
+			" USING btree (id)"),
+	IDX("Payloads", "INDEX \"Payloads_created_idx\" ON public.\"Payloads\""
+			" USING btree (\"createdAt\")"),
 
 	IDX("TaskQueues",
 	    "UNIQUE INDEX \"TaskQueues_pkey\" ON ONLY public.\"TaskQueues\""

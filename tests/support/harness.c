@@ -356,14 +356,19 @@ th_server_stop(struct th_server *s)
 struct buf {
 	char *ptr;
 	size_t len;
+	size_t cap;
 };
 
+/* Grows geometrically: a body of megabytes comes in many small pieces. */
 static size_t
 collect(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct buf *b = arg;
 	size_t n = size * nmemb;
-	b->ptr = realloc(b->ptr, b->len + n + 1);
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->ptr = realloc(b->ptr, b->cap);
+	}
 	memcpy(b->ptr + b->len, data, n);
 	b->len += n;
 	b->ptr[b->len] = '\0';
@@ -376,7 +381,7 @@ th_http(const struct th_server *s, const char *method, const char *path,
 {
 	char url[1024];
 	snprintf(url, sizeof(url), "%s%s", s->base, path);
-	struct buf out = {calloc(1, 1), 0}, hdr = {calloc(1, 1), 0};
+	struct buf out = {calloc(1, 1), 0, 1}, hdr = {calloc(1, 1), 0, 1};
 	CURL *h = curl_easy_init();
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);

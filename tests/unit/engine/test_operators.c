@@ -47,7 +47,7 @@ first_decision(const struct wf_def *def, const char *input, struct decision *d)
 	x.def_version = def->version;
 	x.input = json_loads(input, 0, NULL);
 	x.variables = json_object();
-	struct decider_input in = {def, &x, NULL, NULL};
+	struct decider_input in = {def, &x, NULL, NULL, NULL};
 	decide(&in, d);
 	json_decref(x.input);
 	json_decref(x.variables);

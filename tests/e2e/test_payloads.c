@@ -1,0 +1,767 @@
+/*
+ * End-to-end tests of the task output cache and of payload offload, on the
+ * real nodeflow binary over HTTP.
+ *
+ *   cache     a task with cacheConfig runs once: a second workflow with the
+ *             same key completes its task from the cache without a queue
+ *             row or a poll (event data "cached": true); an expired entry
+ *             is a miss; another task definition with the same key never
+ *             shares it; cacheConfig is checked at registration (400 with
+ *             the JSON path); expired entries are pruned.
+ *
+ *   payloads  a 5 MB task output is offloaded (the row holds a small
+ *             placeholder, "outputRef" names the payload) and reads back
+ *             identical through the native API, the Conductor API, a poll
+ *             and a downstream task's input expression; it is not cached;
+ *             a large workflow input likewise; once the workflow's
+ *             partition is dropped the payloads are collected.  An output
+ *             above the maximum fails the task with the reason; a start
+ *             above it gets 413.  The directory store does the same with
+ *             files.
+ *
+ * Every test gets its own database and server; waits have deadlines.
+ */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum {
+	/* Generous: the payload tests move megabytes through a sanitizer
+	 * build. */
+	DECIDE_TIMEOUT_MS = 60000,
+	LOG_SIZE = 32768,
+};
+
+#define NS "/v1/ns/default"
+
+static struct th_db db;
+static struct th_server server;
+static struct th_server *srv;
+static PGconn *sql;
+static pthread_t drain;
+static bool draining;
+static char server_log[LOG_SIZE];
+static size_t log_len;
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *
+drain_main(void *arg)
+{
+	struct th_server *s = arg;
+	char buf[4096];
+	for (;;) {
+		ssize_t n = read(s->proc.out_fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		pthread_mutex_lock(&log_mu);
+		if (log_len + (size_t)n >= LOG_SIZE)
+			log_len = 0;
+		if ((size_t)n < LOG_SIZE - 1 - log_len) {
+			memcpy(server_log + log_len, buf, (size_t)n);
+			log_len += (size_t)n;
+		}
+		server_log[log_len] = '\0';
+		pthread_mutex_unlock(&log_mu);
+	}
+	return NULL;
+}
+
+static void
+start_with(const char *const *flags)
+{
+	th_db_clone(&db);
+	th_server_start(&server, db.url, flags);
+	srv = &server;
+	log_len = 0;
+	cr_assert(pthread_create(&drain, NULL, drain_main, &server) == 0);
+	draining = true;
+	sql = th_connect(db.url);
+}
+
+static void
+start(void)
+{
+	start_with(NULL);
+}
+
+static void
+cleanup(void)
+{
+	if (sql) {
+		PQfinish(sql);
+		sql = NULL;
+	}
+	if (server.proc.pid > 0) {
+		kill(server.proc.pid, SIGKILL);
+		waitpid(server.proc.pid, NULL, 0);
+		server.proc.pid = 0;
+	}
+	if (draining) {
+		pthread_join(drain, NULL);
+		draining = false;
+		close(server.proc.out_fd);
+	}
+	th_db_drop(&db);
+}
+
+TestSuite(cache, .fini = cleanup);
+TestSuite(payloads, .fini = cleanup);
+
+/* ---------------------------------------------------------- HTTP helpers */
+
+static char last_body[16384];
+
+static json_t *
+call(const char *method, const char *path, const char *body, long status)
+{
+	struct th_response r;
+	th_http(srv, method, path, body, body ? strlen(body) : 0, &r);
+	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
+		     path, r.status, status, last_body);
+	json_t *v = NULL;
+	if (r.body_len) {
+		v = json_loadb(r.body, r.body_len, 0, NULL);
+		cr_assert_not_null(v, "%s %s: body is not JSON: %s", method,
+				   path, last_body);
+	}
+	th_response_free(&r);
+	return v;
+}
+
+static json_t *
+callj(const char *method, const char *path, long status, json_t *body)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	json_t *v = call(method, path, text, status);
+	free(text);
+	return v;
+}
+
+static const char *
+str_at(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+	cr_assert(json_is_string(v), "\"%s\" is not a string: %s", key,
+		  last_body);
+	return json_string_value(v);
+}
+
+static bool
+has_detail(const json_t *err, const char *path)
+{
+	size_t i;
+	const json_t *d;
+	json_array_foreach (json_object_get(err, "details"), i, d) {
+		const char *p = json_string_value(json_object_get(d, "path"));
+		if (p && strcmp(p, path) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void
+put_task_def(const char *name)
+{
+	char path[256];
+	snprintf(path, sizeof(path), NS "/task-definitions/%s", name);
+	json_decref(callj("PUT", path, 201,
+			  json_pack("{s:s,s:i,s:i}", "name", name, "retryCount",
+				    0, "responseTimeoutSeconds", 60)));
+}
+
+/* A one-task workflow `name` whose SIMPLE task `task` (ref "a") caches
+ * under `key` for ttl seconds; its output is the task's. */
+static void
+put_cached_workflow(const char *name, const char *task, const char *key,
+		    int ttl)
+{
+	json_decref(callj(
+		"POST", NS "/workflow-definitions", 201,
+		json_pack("{s:s,s:i,s:[{s:s,s:s,s:{s:s},s:{s:s,s:i}}]}", "name",
+			  name, "version", 1, "tasks", "name", task,
+			  "taskReferenceName", "a", "inputParameters", "c",
+			  "${workflow.input.customerId}", "cacheConfig", "key",
+			  key, "ttlInSecond", ttl)));
+}
+
+static void
+start_workflow(const char *name, json_t *input, char id[37])
+{
+	json_t *v = callj("POST", NS "/workflows", 201,
+			  json_pack("{s:s,s:o}", "name", name, "input", input));
+	snprintf(id, 37, "%s", str_at(v, "id"));
+	json_decref(v);
+}
+
+static json_t *
+get_workflow(const char *id)
+{
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s", id);
+	return call("GET", path, NULL, 200);
+}
+
+struct status_probe {
+	const char *id;
+	const char *want;
+	char seen[32];
+};
+
+static bool
+reached_status(void *arg)
+{
+	struct status_probe *p = arg;
+	json_t *v = get_workflow(p->id);
+	snprintf(p->seen, sizeof(p->seen), "%s", str_at(v, "status"));
+	json_decref(v);
+	return strcmp(p->seen, p->want) == 0;
+}
+
+static json_t *
+wait_status(const char *id, const char *status)
+{
+	struct status_probe p = {id, status, ""};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, reached_status, &p),
+		  "workflow %s stayed %s, wanted %s", id, p.seen, status);
+	return get_workflow(id);
+}
+
+struct poll_probe {
+	const char *queue;
+	json_t *task;
+};
+
+static bool
+polled(void *arg)
+{
+	struct poll_probe *p = arg;
+	char path[256];
+	snprintf(path, sizeof(path), NS "/queues/%s/poll", p->queue);
+	json_t *v = callj("POST", path, 200,
+			  json_pack("{s:s,s:i}", "workerId", "w1", "count", 1));
+	json_t *tasks = json_object_get(v, "tasks");
+	if (json_array_size(tasks) > 0)
+		p->task = json_incref(json_array_get(tasks, 0));
+	json_decref(v);
+	return p->task != NULL;
+}
+
+/* Polls until a task comes; a new reference. */
+static json_t *
+poll_one(const char *queue)
+{
+	struct poll_probe p = {queue, NULL};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, polled, &p),
+		  "no task on queue %s", queue);
+	return p.task;
+}
+
+static long
+complete(const char *queue, const char *task_id, json_t *output)
+{
+	char path[512];
+	snprintf(path, sizeof(path), NS "/queues/%s/tasks/%s/complete", queue,
+		 task_id);
+	json_t *req =
+		json_pack("{s:s,s:o}", "workerId", "w1", "output", output);
+	char *text = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	struct th_response r;
+	th_http(srv, "POST", path, text, strlen(text), &r);
+	free(text);
+	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	long status = r.status;
+	th_response_free(&r);
+	return status;
+}
+
+/* The first task of wf with refName ref (borrowed). */
+static const json_t *
+task_of(const json_t *wf, const char *ref)
+{
+	size_t i;
+	const json_t *t;
+	json_array_foreach (json_object_get(wf, "tasks"), i, t) {
+		if (strcmp(json_string_value(json_object_get(t, "refName")),
+			   ref) == 0)
+			return t;
+	}
+	cr_assert_fail("no task %s", ref);
+	return NULL;
+}
+
+static long long
+sql_int(const char *q, const char *param)
+{
+	const char *params[] = {param};
+	return th_int(sql, q, param ? 1 : 0, param ? params : NULL);
+}
+
+/* Runs one workflow of `name` for customer `c` through a worker on queue
+ * `queue` that outputs {"v": v}; waits for COMPLETED. */
+static void
+run_through_worker(const char *name, const char *queue, const char *c, int v,
+		   char id[37])
+{
+	start_workflow(name, json_pack("{s:s}", "customerId", c), id);
+	json_t *t = poll_one(queue);
+	cr_assert_str_eq(str_at(t, "workflowId"), id);
+	cr_assert_eq(
+		complete(queue, str_at(t, "id"), json_pack("{s:i}", "v", v)),
+		200, "%s", last_body);
+	json_decref(t);
+	json_decref(wait_status(id, "COMPLETED"));
+}
+
+/* ------------------------------------------------------------------ cache */
+
+Test(cache, hit_completes_without_the_queue)
+{
+	start();
+	put_task_def("lookup");
+	put_cached_workflow("cached", "lookup",
+			    "cust-${workflow.input.customerId}", 3600);
+	char first[37], second[37];
+	run_through_worker("cached", "lookup", "c1", 42, first);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\""
+			     " WHERE \"taskDefName\" = 'lookup'"
+			     " AND \"key\" = $1 AND \"output\" = '{\"v\":42}'"
+			     " AND \"expiresAt\" > now() + interval '3500 s'",
+			     "cust-c1"),
+		     1);
+
+	/* Same key: completes with no poll at all. */
+	start_workflow("cached", json_pack("{s:s}", "customerId", "c1"),
+		       second);
+	json_t *wf = wait_status(second, "COMPLETED");
+	const json_t *t = task_of(wf, "a");
+	cr_assert_str_eq(str_at(t, "status"), "COMPLETED");
+	json_t *want = json_pack("{s:i}", "v", 42);
+	cr_assert(json_equal(json_object_get(t, "output"), want), "%s",
+		  last_body);
+	cr_assert(json_equal(json_object_get(wf, "output"), want), "%s",
+		  last_body);
+	json_decref(want);
+	json_decref(wf);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\""
+			     " WHERE \"workflowId\" = $1::uuid",
+			     second),
+		     0);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+			     " WHERE \"workflowId\" = $1::uuid"
+			     " AND \"type\" = 'TASK_COMPLETED'"
+			     " AND \"data\" @> '{\"cached\":true}'",
+			     second),
+		     1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+			     " WHERE \"workflowId\" = $1::uuid"
+			     " AND \"type\" = 'TASK_IN_PROGRESS'",
+			     second),
+		     0);
+
+	/* Another key runs the task. */
+	char third[37];
+	run_through_worker("cached", "lookup", "c2", 7, third);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\"", NULL),
+		     2);
+}
+
+Test(cache, expired_entry_is_a_miss)
+{
+	start();
+	put_task_def("lookup");
+	put_cached_workflow("cached", "lookup", "${workflow.input.customerId}",
+			    3600);
+	char first[37], second[37];
+	run_through_worker("cached", "lookup", "c1", 1, first);
+	th_exec(sql, "UPDATE \"TaskOutputCache\""
+		     " SET \"expiresAt\" = now() - interval '1 second'");
+	/* The expired entry is not used: the task is queued again, and its
+	 * new output replaces the entry. */
+	run_through_worker("cached", "lookup", "c1", 2, second);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\""
+			     " WHERE \"key\" = $1 AND \"output\" = '{\"v\":2}'"
+			     " AND \"expiresAt\" > now()",
+			     "c1"),
+		     1);
+}
+
+Test(cache, task_definitions_never_share)
+{
+	start();
+	put_task_def("lookup");
+	put_task_def("other");
+	put_cached_workflow("cached", "lookup", "${workflow.input.customerId}",
+			    3600);
+	put_cached_workflow("cached_other", "other",
+			    "${workflow.input.customerId}", 3600);
+	char first[37], second[37];
+	run_through_worker("cached", "lookup", "c1", 1, first);
+	/* Same key, another definition: it runs. */
+	run_through_worker("cached_other", "other", "c1", 2, second);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\""
+			     " WHERE \"key\" = $1",
+			     "c1"),
+		     2);
+}
+
+Test(cache, config_is_checked_at_registration)
+{
+	start();
+	put_task_def("lookup");
+	static const char *const bad[][2] = {
+		{"{\"key\":\"\",\"ttlInSecond\":5}",
+		 "$.tasks[0].cacheConfig.key"},
+		{"{\"ttlInSecond\":5}", "$.tasks[0].cacheConfig.key"},
+		{"{\"key\":\"k\"}", "$.tasks[0].cacheConfig.ttlInSecond"},
+		{"{\"key\":\"k\",\"ttlInSecond\":0}",
+		 "$.tasks[0].cacheConfig.ttlInSecond"},
+		{"{\"key\":\"k\",\"ttlInSecond\":\"x\"}",
+		 "$.tasks[0].cacheConfig.ttlInSecond"},
+		{"{\"key\":\"${workflow.input\",\"ttlInSecond\":5}",
+		 "$.tasks[0].cacheConfig.key"},
+		{"{\"key\":\"${nope.output.x}\",\"ttlInSecond\":5}", NULL},
+		{"[1]", "$.tasks[0].cacheConfig"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char body[512];
+		snprintf(body, sizeof(body),
+			 "{\"name\":\"bad\",\"version\":1,\"tasks\":[{\"name\":"
+			 "\"lookup\",\"taskReferenceName\":\"a\","
+			 "\"cacheConfig\":%s}]}",
+			 bad[i][0]);
+		json_t *v = call("POST", NS "/workflow-definitions", body, 400);
+		json_t *err = json_object_get(v, "error");
+		cr_assert_str_eq(str_at(err, "code"), "invalid_argument");
+		if (bad[i][1])
+			cr_assert(has_detail(err, bad[i][1]),
+				  "%s: no detail at %s: %s", bad[i][0],
+				  bad[i][1], last_body);
+		json_decref(v);
+	}
+}
+
+static bool
+cache_pruned(void *arg)
+{
+	(void)arg;
+	return sql_int("SELECT count(*) FROM \"TaskOutputCache\""
+		       " WHERE \"key\" = 'old'",
+		       NULL) == 0;
+}
+
+Test(cache, expired_entries_are_pruned)
+{
+	th_db_clone(&db);
+	sql = th_connect(db.url);
+	th_exec(sql,
+		"INSERT INTO \"TaskOutputCache\" (\"namespaceId\","
+		" \"taskDefName\", \"key\", \"output\", \"expiresAt\")"
+		" SELECT \"id\", 't', 'old', '{}'::jsonb, now() - interval '1 s'"
+		" FROM \"Namespaces\" WHERE \"name\" = 'default'"
+		" UNION ALL SELECT \"id\", 't', 'new', '{}'::jsonb,"
+		" now() + interval '1 hour'"
+		" FROM \"Namespaces\" WHERE \"name\" = 'default'");
+	th_server_start(&server, db.url, NULL);
+	srv = &server;
+	cr_assert(pthread_create(&drain, NULL, drain_main, &server) == 0);
+	draining = true;
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, cache_pruned, NULL),
+		  "the expired entry was not pruned");
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\""
+			     " WHERE \"key\" = 'new'",
+			     NULL),
+		     1);
+}
+
+/* --------------------------------------------------------------- payloads */
+
+/* n bytes of varied text (no character JSON escapes), malloc'd. */
+static char *
+big_text(size_t n, unsigned seed)
+{
+	char *s = malloc(n + 1);
+	cr_assert_not_null(s);
+	unsigned x = seed * 2654435761u + 1;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		s[i] = "abcdefghijklmnopqrstuvwxyz0123456789 .,-ABCDEFGHIJKLMNOPQR"
+			[(x >> 16) % 58];
+	}
+	s[n] = '\0';
+	return s;
+}
+
+/* The grace period covers a payload written before its row commits, which
+ * a loaded sanitizer build can take seconds to do. */
+static const char *const big_flags[] = {"--max-body-bytes",
+					"33554432",
+					"--payload-gc-interval-ms",
+					"100",
+					"--payload-gc-grace-seconds",
+					"15",
+					NULL};
+
+/* big -> down: down's input copies big's output by expression. */
+static void
+put_big_workflow(void)
+{
+	put_task_def("big");
+	put_task_def("down");
+	json_decref(callj(
+		"POST", NS "/workflow-definitions", 201,
+		json_pack("{s:s,s:i,s:[{s:s,s:s,s:{s:s},s:{s:s,s:i}},"
+			  "{s:s,s:s,s:{s:s}}],s:{s:s}}",
+			  "name", "bigflow", "version", 1, "tasks", "name",
+			  "big", "taskReferenceName", "big", "inputParameters",
+			  "in", "${workflow.input.note}", "cacheConfig", "key",
+			  "k", "ttlInSecond", 3600, "name", "down",
+			  "taskReferenceName", "down", "inputParameters",
+			  "copy", "${big.output.data}", "outputParameters", "n",
+			  "${down.output.n}")));
+}
+
+static bool
+data_is(const json_t *obj, const char *key, const char *want)
+{
+	const char *have = json_string_value(json_object_get(obj, key));
+	return have && strcmp(have, want) == 0;
+}
+
+static json_t *
+get_path(const char *path)
+{
+	return call("GET", path, NULL, 200);
+}
+
+struct count_probe {
+	const char *q;
+	const char *param;
+	long long want;
+};
+
+static bool
+count_is(void *arg)
+{
+	struct count_probe *p = arg;
+	return sql_int(p->q, p->param) == p->want;
+}
+
+/* The round trip shared by both stores; prefix: "pg:" or "dir:". */
+static void
+round_trip(const char *prefix)
+{
+	put_big_workflow();
+	char *data = big_text(5 * 1024 * 1024, 7);
+	char *note = big_text(400 * 1024, 8);
+	char id[37];
+	start_workflow("bigflow", json_pack("{s:s}", "note", note), id);
+
+	json_t *t = poll_one("big");
+	cr_assert(data_is(json_object_get(t, "input"), "in", note),
+		  "the poll's input is not the offloaded workflow input");
+	char big_id[37];
+	snprintf(big_id, sizeof(big_id), "%s", str_at(t, "id"));
+	json_decref(t);
+	cr_assert_eq(complete("big", big_id, json_pack("{s:s}", "data", data)),
+		     200, "%s", last_body);
+
+	/* The downstream task's input was computed from the payload. */
+	t = poll_one("down");
+	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
+		  "the downstream input is not the offloaded output");
+	char down_id[37];
+	snprintf(down_id, sizeof(down_id), "%s", str_at(t, "id"));
+	json_decref(t);
+	cr_assert_eq(complete("down", down_id, json_pack("{s:i}", "n", 1)), 200,
+		     "%s", last_body);
+	json_t *wf = wait_status(id, "COMPLETED");
+
+	/* In SQL: small columns, references set, nothing cached. */
+	char like[16];
+	snprintf(like, sizeof(like), "%s%%", prefix);
+	const char *p2[] = {big_id, like};
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(*) FROM \"TaskExecutions\""
+			    " WHERE \"id\" = $1::uuid AND \"outputRef\" LIKE $2"
+			    " AND length(\"output\"::text) < 200",
+			    2, p2),
+		     1);
+	const char *p3[] = {down_id, like};
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(*) FROM \"TaskExecutions\""
+			    " WHERE \"id\" = $1::uuid AND \"inputRef\" LIKE $2"
+			    " AND length(\"input\"::text) < 200",
+			    2, p3),
+		     1);
+	const char *p4[] = {id, like};
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(*) FROM \"WorkflowExecutions\""
+			    " WHERE \"id\" = $1::uuid AND \"inputRef\" LIKE $2"
+			    " AND length(\"input\"::text) < 200",
+			    2, p4),
+		     1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\"", NULL),
+		     0, "an offloaded output was cached");
+
+	/* Native API: the workflow with its tasks. */
+	cr_assert(data_is(json_object_get(wf, "input"), "note", note));
+	cr_assert(data_is(json_object_get(task_of(wf, "big"), "output"), "data",
+			  data),
+		  "native GET: the offloaded output does not read back");
+	cr_assert(data_is(json_object_get(task_of(wf, "down"), "input"), "copy",
+			  data));
+	json_decref(wf);
+
+	/* Conductor API: the workflow, and the task on its own. */
+	char path[256];
+	snprintf(path, sizeof(path), "/api/workflow/%s?includeTasks=true", id);
+	wf = get_path(path);
+	bool found = false;
+	size_t i;
+	const json_t *ct;
+	json_array_foreach (json_object_get(wf, "tasks"), i, ct) {
+		if (strcmp(json_string_value(
+				   json_object_get(ct, "referenceTaskName")),
+			   "big") == 0)
+			found = data_is(json_object_get(ct, "outputData"),
+					"data", data);
+	}
+	cr_assert(found, "Conductor GET workflow: no offloaded output");
+	cr_assert(data_is(json_object_get(wf, "input"), "note", note));
+	json_decref(wf);
+	snprintf(path, sizeof(path), "/api/tasks/%s", big_id);
+	json_t *task = get_path(path);
+	cr_assert(data_is(json_object_get(task, "outputData"), "data", data),
+		  "Conductor GET task: no offloaded output");
+	json_decref(task);
+	free(data);
+	free(note);
+
+	/* The partition manager drops the workflow's partition: its
+	 * payloads are collected. */
+	const char *p1[] = {id};
+	char *part =
+		th_value(sql,
+			 "SELECT c.\"relname\" FROM \"WorkflowExecutions\" e"
+			 " JOIN pg_class c ON c.\"oid\" = e.\"tableoid\""
+			 " WHERE e.\"id\" = $1::uuid",
+			 1, p1);
+	const char *pp[] = {part};
+	free(th_value(sql, "SELECT \"nf_drop_partition\"($1)::text", 1, pp));
+	free(part);
+}
+
+Test(payloads, offloaded_read_back_and_collected)
+{
+	start_with(big_flags);
+	round_trip("pg:");
+	cr_assert_gt(sql_int("SELECT count(*) FROM \"Payloads\"", NULL), 2);
+	struct count_probe p = {"SELECT count(*) FROM \"Payloads\"", NULL, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, count_is, &p),
+		  "payloads left after their partition was dropped: %lld",
+		  sql_int(p.q, NULL));
+}
+
+static char store_dir[256];
+
+static long
+files_in(const char *dir)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "ls -1 '%s' | wc -l", dir);
+	FILE *f = popen(cmd, "r");
+	long n = -1;
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	return n;
+}
+
+static bool
+dir_empty(void *arg)
+{
+	(void)arg;
+	return files_in(store_dir) == 0;
+}
+
+Test(payloads, directory_store)
+{
+	snprintf(store_dir, sizeof(store_dir), "/tmp/nf_payloads_%d",
+		 (int)getpid());
+	char spec[300];
+	snprintf(spec, sizeof(spec), "dir:%s", store_dir);
+	const char *flags[] = {"--max-body-bytes",
+			       "33554432",
+			       "--payload-gc-interval-ms",
+			       "100",
+			       "--payload-gc-grace-seconds",
+			       "15",
+			       "--payload-store",
+			       spec,
+			       NULL};
+	start_with(flags);
+	round_trip("dir:");
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"Payloads\"", NULL), 0);
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, dir_empty, NULL),
+		  "%ld files left after their partition was dropped",
+		  files_in(store_dir));
+	rmdir(store_dir);
+}
+
+Test(payloads, above_the_maximum)
+{
+	const char *flags[] = {"--payload-offload-bytes", "1024",
+			       "--payload-max-bytes", "4096", NULL};
+	start_with(flags);
+	put_task_def("lookup");
+	json_decref(callj("POST", NS "/workflow-definitions", 201,
+			  json_pack("{s:s,s:i,s:[{s:s,s:s}]}", "name", "one",
+				    "version", 1, "tasks", "name", "lookup",
+				    "taskReferenceName", "a")));
+	char *text = big_text(10000, 3);
+	/* A start above the maximum: 413, nothing started. */
+	json_t *req =
+		json_pack("{s:s,s:{s:s}}", "name", "one", "input", "x", text);
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	json_t *v = call("POST", NS "/workflows", body, 413);
+	free(body);
+	const char *msg = str_at(json_object_get(v, "error"), "message");
+	cr_assert(strstr(msg, "exceeds the payload maximum of 4096 bytes"),
+		  "%s", msg);
+	json_decref(v);
+	cr_assert_eq(
+		sql_int("SELECT count(*) FROM \"WorkflowExecutions\"", NULL),
+		0);
+
+	/* An output above it fails the task, and so the workflow. */
+	char id[37];
+	start_workflow("one", json_object(), id);
+	json_t *t = poll_one("lookup");
+	cr_assert_eq(complete("lookup", str_at(t, "id"),
+			      json_pack("{s:s}", "x", text)),
+		     200, "%s", last_body);
+	json_decref(t);
+	json_t *wf = wait_status(id, "FAILED");
+	const json_t *a = task_of(wf, "a");
+	cr_assert_str_eq(str_at(a, "status"), "FAILED_WITH_TERMINAL_ERROR");
+	cr_assert(strstr(str_at(a, "reason"), "output of 10") &&
+			  strstr(str_at(a, "reason"),
+				 "exceeds the payload maximum of 4096 bytes"),
+		  "%s", str_at(a, "reason"));
+	json_decref(wf);
+	free(text);
+}
