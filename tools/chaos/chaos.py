@@ -347,8 +347,13 @@ log_min_messages = warning
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.http_server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-        self.http_server.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address):
+                pass   # a caller killed or gone mid-answer: not news here
+
+        self.http_server = Server(("127.0.0.1", 0), Echo)
         self.echo = f"http://127.0.0.1:{self.http_server.server_address[1]}/echo"
         threading.Thread(target=self.http_server.serve_forever, daemon=True).start()
 
