@@ -4,6 +4,8 @@
 #               migrate it and serve on 127.0.0.1:8080 (NODEFLOW_LISTEN)
 #   make test   the same set-up, then every test in a sanitizer build
 #   make fuzz   every libFuzzer target for 10 million executions (clang)
+#   make chaos  the fault harness: minutes of crashes on three replicas, then
+#               its checks (docs/reliability.md)
 #
 # Plain `make` builds build/nodeflow.  Set NODEFLOW_DATABASE_URL to use your
 # own PostgreSQL 18 instead of the local one.
@@ -54,6 +56,14 @@ fuzz:
 	@command -v clang >/dev/null 2>&1 || $(BOOTSTRAP) deps
 	@tools/fuzz.sh build $(FUZZ_BUILD)
 	@tools/fuzz.sh all $(FUZZ_BUILD) -runs=10000000
+
+# The fault harness on the optimised build: replica kills, PostgreSQL
+# restarts and worker kills on a PostgreSQL of its own (tools/chaos/chaos.py).
+.PHONY: chaos
+chaos:
+	@$(BOOTSTRAP) deps
+	@$(MAKE) --no-print-directory build
+	@NODEFLOW_BIN=$(BUILD)/nodeflow python3 tools/chaos/chaos.py
 
 db-start:
 	@$(BOOTSTRAP) pg start

@@ -156,6 +156,15 @@ for bin in "$BUILD"/tests/unit_* "$BUILD"/tests/integration_* "$BUILD"/tests/e2e
   [ "$rc" -eq 0 ] && [ "$bad" -eq 0 ] || status=1
 done
 
+# The fault harness (tools/chaos/chaos.py, docs/reliability.md), a short run
+# on this build's binary counted as one test: about 10 replica kills and one
+# PostgreSQL restart, on a PostgreSQL of its own and free ports.  `make chaos`
+# runs the full one.
+static_check chaos env CHAOS_SECONDS="${NODEFLOW_CHAOS_SECONDS:-45}" \
+  CHAOS_KILL_EVERY=4 CHAOS_PG_RESTARTS=1 CHAOS_RATE=2 \
+  NODEFLOW_CHAOS_PGPORT=0 CHAOS_BASE_PORT=0 \
+  python3 tools/chaos/chaos.py
+
 # The fuzz targets (fuzz/, built by clang in a build of their own), each run
 # for a few seconds and counted as one test; `make fuzz` runs each for 10
 # million executions.

@@ -65,6 +65,12 @@ static const char *const terminal[] = {
 	"TIMED_OUT", "CANCELED",
 	"SKIPPED",   NULL};
 
+bool
+decider_succeeded(const struct loaded_task *t)
+{
+	return t->terminal && is_status(t->status, succeeded);
+}
+
 static void
 event(struct eval *ev, const char *type, const char *task_id, json_t *data)
 {

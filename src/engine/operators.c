@@ -325,7 +325,11 @@ op_fork_done(struct eval *ev, const struct wf_task *wt,
 	open_join(ev, wt, t->iteration);
 }
 
-/* A static JOIN: done once every joinOn task of this iteration ended. */
+/* A static JOIN: done once every joinOn task of this iteration succeeded.
+ * A branch task that failed is not done: its retry, scheduled when the
+ * decider reacts to the failure (perhaps later in this same evaluation,
+ * the unprocessed being reacted to in the order they ended), is waited
+ * for; a failure for good fails the JOIN with the workflow. */
 static void
 static_join_check(struct eval *ev, const struct wf_task *join, int iteration)
 {
@@ -338,7 +342,7 @@ static_join_check(struct eval *ev, const struct wf_task *join, int iteration)
 			continue;
 		const struct loaded_task *b =
 			decider_latest(ev, join->reads[i]);
-		if (!b || b->iteration < iteration || !b->terminal) {
+		if (!b || b->iteration < iteration || !decider_succeeded(b)) {
 			json_decref(output);
 			return;
 		}

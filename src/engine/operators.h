@@ -50,6 +50,10 @@ const struct loaded_execution *decider_execution(struct eval *ev);
 json_t *decider_context(struct eval *ev);
 /* The latest attempt (and iteration) of ref known to this evaluation. */
 const struct loaded_task *decider_latest(struct eval *ev, const char *ref);
+/* Whether t ended in a way its workflow goes on from (COMPLETED,
+ * COMPLETED_WITH_ERRORS, SKIPPED): a FAILED or TIMED_OUT attempt may still
+ * be retried, or fail the workflow. */
+bool decider_succeeded(const struct loaded_task *t);
 /* Schedules wt (attempt 0) in iteration; fork_ref marks a dynamic fork
  * branch (NULL otherwise). */
 void decider_schedule(struct eval *ev, const struct wf_task *wt, int iteration,

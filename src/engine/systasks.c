@@ -15,6 +15,7 @@
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
+#include "util/timeutil.h"
 #include "util/utf8.h"
 
 #include <ctype.h>
@@ -31,6 +32,8 @@ enum {
 	POOL_BATCH = 4,              /* tasks one pool loop leases at a time */
 	HTTP_BATCH = 32,             /* tasks the HTTP loop leases at a time */
 	HTTP_MAX_TIMEOUT_MS = 60000, /* cap of connectionTimeOut, readTimeOut */
+	HTTP_LEASE_S = 30,           /* lease of an HTTP task, renewed ... */
+	HTTP_RENEW_MS = 10000,       /* ... this often while it is in flight */
 	HTTP_DEFAULT_CONNECT_MS = 100, /* Conductor's defaults */
 	HTTP_DEFAULT_READ_MS = 150,
 	HTTP_MAX_RESPONSE = 8 * 1024 * 1024,
@@ -137,6 +140,7 @@ struct runner {
 	CURLM *multi;
 	struct http_call *calls; /* in flight, a list */
 	int in_flight;
+	int64_t renewed_ms; /* mono_ms of the last lease renewal */
 };
 
 static pthread_mutex_t loops_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -643,6 +647,27 @@ call_unlink(struct runner *r, struct http_call *c)
 	r->in_flight--;
 }
 
+/*
+ * Renews the lease of every request in flight.  The lease is short, so the
+ * requests of a runner that died are retried soon after; a live runner
+ * keeps its own for as long as they take.  A lease already lost (the
+ * sweeper timed the attempt out) stays lost: the result will be refused.
+ */
+static bool
+renew_leases(struct runner *r, struct err *e)
+{
+	for (struct http_call *c = r->calls; c; c = c->next) {
+		struct err he = ERR_INIT;
+		if (!queue_heartbeat(r->db, c->queue, c->task_id, r->worker,
+				     HTTP_LEASE_S, NULL, &he) &&
+		    he.code != ERR_CONFLICT && he.code != ERR_NOT_FOUND) {
+			*e = he;
+			return false;
+		}
+	}
+	return true;
+}
+
 static enum loop_result
 http_tick(void *arg, struct arena *scratch, struct err *e)
 {
@@ -654,7 +679,9 @@ http_tick(void *arg, struct arena *scratch, struct err *e)
 	if (room > 0) {
 		char *text = NULL;
 		size_t n = 0;
-		double lease = 2 * HTTP_MAX_TIMEOUT_MS / 1000.0 + 30;
+		double lease = HTTP_LEASE_S;
+		if (r->in_flight == 0)
+			r->renewed_ms = mono_ms();
 		if (!queue_lease_system(r->db, "HTTP", r->worker,
 					room < HTTP_BATCH ? room : HTTP_BATCH,
 					lease, &text, &n, e))
@@ -698,6 +725,11 @@ http_tick(void *arg, struct arena *scratch, struct err *e)
 	}
 	if (r->in_flight == 0)
 		return LOOP_IDLE;
+	if (mono_ms() - r->renewed_ms >= HTTP_RENEW_MS) {
+		if (!renew_leases(r, e))
+			return LOOP_ERROR;
+		r->renewed_ms = mono_ms();
+	}
 
 	int running = 0;
 	curl_multi_perform(r->multi, &running);

@@ -366,12 +366,19 @@ preflight(const struct config *cfg, unsigned *pool_flags)
 			"migrate`; /readyz answers 503 until then",
 			st.n_pending, st.n_unknown);
 	} else if (!db_prepare_all(db, &e)) {
-		/* The schema and this binary's SQL disagree: refuse to serve.
-		 */
-		log_error("server", "%s", e.msg);
-		migrate_status_free(&st);
-		db_close(db);
-		return false;
+		if (e.code != ERR_UNAVAILABLE) {
+			/* The schema and this binary's SQL disagree: refuse to
+			 * serve. */
+			log_error("server", "%s", e.msg);
+			migrate_status_free(&st);
+			db_close(db);
+			return false;
+		}
+		/* The database went away while the statements were being
+		 * prepared (a restart, a terminated backend): unreachable, not
+		 * in disagreement with this binary. */
+		log_error("server", "%s; serving anyway, /readyz reports it",
+			  e.msg);
 	} else {
 		*pool_flags = DB_PREPARE_ALL;
 	}

@@ -843,3 +843,80 @@ Test(inflight, four_requests_at_once)
 		json_decref(wf);
 	}
 }
+
+/* A request in flight holds a short lease, renewed while it lasts: the
+ * requests of a runner that died are retried after that short lease, not
+ * after the longest timeout an HTTP task may have. */
+static PGconn *lease_conn;
+static const char *lease_wf;
+static char lease_seen[64];
+
+static bool
+lease_renewed(void *arg)
+{
+	(void)arg;
+	const char *params[] = {lease_wf, lease_seen};
+	return th_int(lease_conn,
+		      "SELECT count(*) FROM \"TaskQueues\""
+		      " WHERE \"workflowId\" = $1::uuid"
+		      "   AND \"leaseExpiresAt\" > $2::timestamptz",
+		      2, params) == 1;
+}
+
+static bool
+one_request(void *arg)
+{
+	(void)arg;
+	return atomic_load(&stub.requests) >= 1;
+}
+
+Test(inflight, a_long_request_keeps_a_short_renewed_lease)
+{
+	static char a200[256];
+	const char *answers[] = {
+		answer(a200, sizeof(a200), "200 OK", "text/plain", "late"),
+	};
+	stub_start_gather(answers, 1, 2); /* held until a second arrives */
+	start(NULL);
+	char uri[128];
+	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/", stub.port);
+	put_workflow("slowcall",
+		     json_pack("[{s:s,s:s,s:s,s:{s:s,s:i,s:i}}]", "name",
+			       "wait", "taskReferenceName", "call", "type",
+			       "HTTP", "inputParameters", "uri", uri,
+			       "connectionTimeOut", 5000, "readTimeOut",
+			       50000));
+	char first[37], second[37];
+	start_workflow("slowcall", json_object(), first);
+	cr_assert(th_wait_until(WAIT_MS, one_request, NULL),
+		  "the request never arrived");
+
+	lease_conn = th_connect(db.url);
+	lease_wf = first;
+	const char *params[] = {first};
+	long long left =
+		th_int(lease_conn,
+		       "SELECT ceil(extract(epoch FROM"
+		       " \"leaseExpiresAt\" - now()))::bigint"
+		       " FROM \"TaskQueues\" WHERE \"workflowId\" = $1::uuid"
+		       "   AND \"leasedBy\" IS NOT NULL",
+		       1, params);
+	cr_assert(left > 0 && left <= 31,
+		  "an HTTP task in flight is leased for %lld s", left);
+	char *seen =
+		th_value(lease_conn,
+			 "SELECT \"leaseExpiresAt\"::text FROM \"TaskQueues\""
+			 " WHERE \"workflowId\" = $1::uuid",
+			 1, params);
+	snprintf(lease_seen, sizeof(lease_seen), "%s", seen);
+	free(seen);
+	cr_assert(th_wait_until(WAIT_MS, lease_renewed, NULL),
+		  "the lease of a request in flight was not renewed");
+	PQfinish(lease_conn);
+
+	start_workflow("slowcall", json_object(), second); /* releases both */
+	json_t *wf = wait_ended(first, "COMPLETED");
+	json_decref(wf);
+	wf = wait_ended(second, "COMPLETED");
+	json_decref(wf);
+}

@@ -81,6 +81,8 @@ Test(registry, prepare_all_fails_naming_the_statement_when_unmigrated,
 		      "every statement prepared on an empty database");
 	cr_assert_null(db);
 	cr_assert_str_eq(e.sqlstate, "42P01", "%s", e.msg);
+	/* A disagreement, not an outage: `serve` refuses to start on it. */
+	cr_assert_neq(e.code, ERR_UNAVAILABLE);
 	bool named = false;
 	for (size_t i = 0; i < db_registry_size() && !named; i++) {
 		char needle[160];
@@ -93,6 +95,28 @@ Test(registry, prepare_all_fails_naming_the_statement_when_unmigrated,
 
 	/* Without DB_PREPARE_ALL the same database opens. */
 	cr_assert(db_open(&db, tdb.url, DB_PLAIN, &e), "%s", e.msg);
+	db_close(db);
+}
+
+static int backend_pid(struct db *db);
+
+/* The database going away while the statements are prepared (a restart
+ * during a replica's start) is an outage, not a disagreement: `serve`
+ * starts anyway on ERR_UNAVAILABLE and refuses on anything else. */
+Test(registry, prepare_all_on_a_lost_connection_is_unavailable,
+     .init = setup_clone, .fini = teardown)
+{
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert(db_open(&db, tdb.url, DB_PLAIN, &e), "%s", e.msg);
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", backend_pid(db));
+	const char *params[] = {pid};
+	PQclear(th_query(conn, "SELECT pg_terminate_backend($1::int, 10000)", 1,
+			 params));
+	cr_assert_not(db_prepare_all(db, &e), "prepared on a dead connection");
+	cr_assert_eq(e.code, ERR_UNAVAILABLE, "code %s: %s",
+		     err_code_name(e.code), e.msg);
 	db_close(db);
 }
 

@@ -228,3 +228,94 @@ Test(terminate, keeps_what_finished_before_it)
 	decision_free(&d);
 	wf_def_free(def);
 }
+
+/* A loaded task of the test execution (strings are literals). */
+static struct loaded_task
+loaded(const char *id, const char *ref, const char *type, int attempt,
+       const char *st, bool seen, const char *ended_at)
+{
+	struct loaded_task t = {0};
+	snprintf(t.id, sizeof(t.id), "%s", id);
+	snprintf(t.workflow_id, sizeof(t.workflow_id),
+		 "01a22e00-0000-7000-8000-000000000001");
+	t.ref = (char *)ref;
+	t.task_def_name = (char *)ref;
+	t.task_type = (char *)type;
+	t.attempt = attempt;
+	t.status = (char *)st;
+	t.input = strcmp(type, "JOIN") == 0
+			  ? json_pack("{s:[s,s]}", "joinOn", "a", "b")
+			  : json_object();
+	t.output = json_object();
+	t.seen = seen;
+	t.terminal = ended_at != NULL;
+	t.scheduled_at = "2026-11-30 23:31:56+00";
+	t.ended_at = (char *)ended_at;
+	return t;
+}
+
+/* Both branch tasks ended before one evaluation: a completed first, then b
+ * timed out.  Reacting to a must not complete the JOIN on b's failed
+ * attempt: b is retried and the JOIN waits for the retry. */
+Test(fork, a_branch_task_that_failed_is_retried_before_the_join_completes)
+{
+	struct wf_def *def = parse(
+		"{\"name\":\"f\",\"tasks\":["
+		"{\"name\":\"f\",\"taskReferenceName\":\"f\","
+		" \"type\":\"FORK_JOIN\",\"forkTasks\":["
+		"  [{\"name\":\"a\",\"taskReferenceName\":\"a\","
+		"    \"taskDefinition\":{},\"retryCount\":2}],"
+		"  [{\"name\":\"b\",\"taskReferenceName\":\"b\","
+		"    \"taskDefinition\":{},\"retryCount\":2}]]},"
+		"{\"name\":\"j\",\"taskReferenceName\":\"j\",\"type\":\"JOIN\","
+		" \"joinOn\":[\"a\",\"b\"]}]}");
+	struct loaded_task tasks[] = {
+		loaded("01a22e00-0000-7000-8000-00000000000a", "f", "FORK_JOIN",
+		       0, "COMPLETED", true, "2026-11-30 23:31:56+00"),
+		loaded("01a22e00-0000-7000-8000-00000000000b", "j", "JOIN", 0,
+		       "IN_PROGRESS", true, NULL),
+		loaded("01a22e00-0000-7000-8000-00000000000c", "a", "SIMPLE", 0,
+		       "COMPLETED", false, "2026-11-30 23:33:02+00"),
+		loaded("01a22e00-0000-7000-8000-00000000000d", "b", "SIMPLE", 0,
+		       "TIMED_OUT", false, "2026-11-30 23:33:06+00"),
+	};
+	static struct loaded_execution x;
+	memset(&x, 0, sizeof(x));
+	snprintf(x.id, sizeof(x.id), "01a22e00-0000-7000-8000-000000000001");
+	x.ns_name = "default";
+	x.status = "RUNNING";
+	x.def_name = def->name;
+	x.def_version = def->version;
+	x.input = json_object();
+	x.variables = json_object();
+	x.tasks = tasks;
+	x.n_tasks = sizeof(tasks) / sizeof(tasks[0]);
+	struct decider_input in = {def, &x, NULL, NULL};
+	struct decision d;
+	decide(&in, &d);
+
+	const json_t *j = row_of(&d, "j", 0);
+	cr_assert(!j || !status(j) || strcmp(status(j), "COMPLETED") != 0,
+		  "the JOIN completed on a failed attempt that is retried");
+	cr_assert_null(
+		json_object_get(d.update ? d.update : json_null(), "status"),
+		"the workflow ended");
+	const json_t *row;
+	size_t i;
+	bool retried = false;
+	json_array_foreach (d.tasks, i, row) {
+		if (strcmp(json_string_value(json_object_get(row, "refName")),
+			   "b") == 0 &&
+		    json_integer_value(json_object_get(row, "attempt")) == 1)
+			retried = true;
+	}
+	cr_assert(retried, "b was not retried");
+	decision_free(&d);
+	for (size_t k = 0; k < x.n_tasks; k++) {
+		json_decref(tasks[k].input);
+		json_decref(tasks[k].output);
+	}
+	json_decref(x.input);
+	json_decref(x.variables);
+	wf_def_free(def);
+}
