@@ -290,7 +290,7 @@ Test(fork, a_branch_task_that_failed_is_retried_before_the_join_completes)
 	x.variables = json_object();
 	x.tasks = tasks;
 	x.n_tasks = sizeof(tasks) / sizeof(tasks[0]);
-	struct decider_input in = {def, &x, NULL, NULL};
+	struct decider_input in = {def, &x, NULL, NULL, NULL};
 	struct decision d;
 	decide(&in, &d);
 
