@@ -1,5 +1,6 @@
 #include "store/subflows_repo.h"
 
+#include "store/payload_repo.h"
 #include "store/sql.h"
 #include "store/sqlfrag.h"
 #include "util/mem.h"
@@ -143,19 +144,23 @@ subflows_outbox(struct db *db, const char *workflow_id, const char *ns_id,
  * The parent's id is a scalar subquery (an initplan), so the update of
  * "TaskExecutions" prunes to the parent's hash partition at execution.
  * The running children come back in the same round trip (children start
- * after their parent: the bound prunes older partitions).
+ * after their parent: the bound prunes older partitions).  A child whose
+ * output was offloaded hands its placeholder and reference to the parent's
+ * task as they are (a merge would hide the placeholder from the readers).
  */
 DB_STMT(subflows_child_ended_stmt,
 	"WITH c AS (SELECT e.\"id\", e.\"status\", e.\"output\","
-	"   e.\"reasonForIncompletion\", e.\"parentWorkflowId\""
+	"   e.\"outputRef\", e.\"reasonForIncompletion\", e.\"parentWorkflowId\""
 	"   FROM \"WorkflowExecutions\" e WHERE e.\"id\" = $1::uuid AND " SQL_EXEC_WINDOW(
 		"e",
 		"$1::uuid") "   AND e.\"parentWorkflowId\" IS NOT NULL"
 			    "   AND e.\"status\" IN ('COMPLETED', 'FAILED', 'TIMED_OUT', 'TERMINATED')),"
 			    " t AS (UPDATE \"TaskExecutions\" te SET \"status\" = CASE WHEN"
 			    "   c.\"status\" = 'COMPLETED' THEN 'COMPLETED' ELSE 'FAILED' END,"
-			    "   \"output\" = te.\"output\" || c.\"output\" ||"
-			    "   jsonb_build_object('subWorkflowId', c.\"id\"),"
+			    "   \"output\" = CASE WHEN c.\"outputRef\" IS NOT NULL"
+			    "   THEN c.\"output\" ELSE te.\"output\" || c.\"output\" ||"
+			    "   jsonb_build_object('subWorkflowId', c.\"id\") END,"
+			    "   \"outputRef\" = c.\"outputRef\","
 			    "   \"reasonForIncompletion\" = CASE WHEN c.\"status\" = 'COMPLETED'"
 			    "   THEN NULL ELSE 'sub-workflow ' || c.\"id\" || ' ' || c.\"status\" ||"
 			    "   coalesce(': ' || c.\"reasonForIncompletion\", '') END,"
@@ -252,6 +257,12 @@ subflows_ended_load(struct db *db, const char *id, struct subflows_ended *out,
 		err_set(e, ERR_NOT_FOUND, "workflow %s not found", id);
 	}
 	PQclear(res);
+	/* An offloaded input is read back: it becomes part of the failure
+	 * workflow's own input, which is offloaded again if it is large. */
+	if (found && out->input && !payload_resolve_text(db, &out->input, e)) {
+		subflows_ended_free(out);
+		return false;
+	}
 	return found;
 }
 

@@ -765,3 +765,50 @@ Test(payloads, above_the_maximum)
 	json_decref(wf);
 	free(text);
 }
+
+/* A child whose output was offloaded: its parent's SUB_WORKFLOW task reads
+ * back whole, through the API and in the parent's next expression. */
+Test(payloads, sub_workflow_output_reads_back)
+{
+	const char *flags[] = {"--payload-offload-bytes", "1024", NULL};
+	start_with(flags);
+	put_task_def("cbig");
+	put_task_def("after");
+	json_decref(
+		callj("POST", NS "/workflow-definitions", 201,
+		      json_pack("{s:s,s:i,s:[{s:s,s:s}],s:{s:s}}", "name",
+				"child", "version", 1, "tasks", "name", "cbig",
+				"taskReferenceName", "c", "outputParameters",
+				"data", "${c.output.data}")));
+	json_decref(
+		callj("POST", NS "/workflow-definitions", 201,
+		      json_pack("{s:s,s:i,s:[{s:s,s:s,s:s,s:{s:s,s:i}},"
+				"{s:s,s:s,s:{s:s}}]}",
+				"name", "parent", "version", 1, "tasks", "name",
+				"sub", "taskReferenceName", "sub", "type",
+				"SUB_WORKFLOW", "subWorkflowParam", "name",
+				"child", "version", 1, "name", "after",
+				"taskReferenceName", "after", "inputParameters",
+				"copy", "${sub.output.data}")));
+	char *data = big_text(20000, 11);
+	char id[37];
+	start_workflow("parent", json_object(), id);
+	json_t *t = poll_one("cbig");
+	cr_assert_eq(complete("cbig", str_at(t, "id"),
+			      json_pack("{s:s}", "data", data)),
+		     200, "%s", last_body);
+	json_decref(t);
+	t = poll_one("after");
+	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
+		  "the parent's expression did not read the child's output");
+	cr_assert_eq(complete("after", str_at(t, "id"), json_object()), 200,
+		     "%s", last_body);
+	json_decref(t);
+	json_t *wf = wait_status(id, "COMPLETED");
+	cr_assert(data_is(json_object_get(task_of(wf, "sub"), "output"), "data",
+			  data),
+		  "native GET: the sub-workflow task's output is not the "
+		  "child's");
+	json_decref(wf);
+	free(data);
+}
