@@ -41,6 +41,69 @@ check_name(const json_t *body, const char *member, const char *name,
 			"must be the name in the path, \"%.200s\"", name);
 }
 
+/* The reads and deletes of sinks and listeners share one shape: the
+ * namespace, one repository call under the path's name, its answer. */
+typedef bool (*get_fn)(struct db *, const char *, const char *, json_t **,
+		       struct err *);
+typedef bool (*list_fn)(struct db *, const char *, json_t **, struct err *);
+typedef bool (*delete_fn)(struct db *, const char *, const char *,
+			  struct err *);
+
+static void
+answer_get(struct http_request *req, struct http_response *res, get_fn get,
+	   const char *param)
+{
+	struct db *db = api_db(req, res);
+	if (!db)
+		return;
+	char ns[37];
+	struct err e = ERR_INIT;
+	json_t *out;
+	if (api_namespace(req, res, db, ns)) {
+		if (get(db, ns, http_param(req, param), &out, &e))
+			reply(res, 200, out);
+		else
+			http_error(res, &e);
+	}
+	api_db_release(req, db);
+}
+
+static void
+answer_list(struct http_request *req, struct http_response *res, list_fn list)
+{
+	struct db *db = api_db(req, res);
+	if (!db)
+		return;
+	char ns[37];
+	struct err e = ERR_INIT;
+	json_t *items;
+	if (api_namespace(req, res, db, ns)) {
+		if (list(db, ns, &items, &e))
+			reply(res, 200, json_pack("{s:o}", "items", items));
+		else
+			http_error(res, &e);
+	}
+	api_db_release(req, db);
+}
+
+static void
+answer_delete(struct http_request *req, struct http_response *res,
+	      delete_fn del, const char *param)
+{
+	struct db *db = api_db(req, res);
+	if (!db)
+		return;
+	char ns[37];
+	struct err e = ERR_INIT;
+	if (api_namespace(req, res, db, ns)) {
+		if (del(db, ns, http_param(req, param), &e))
+			no_content(res);
+		else
+			http_error(res, &e);
+	}
+	api_db_release(req, db);
+}
+
 /* -------------------------------------------------------------- sinks */
 
 void
@@ -85,54 +148,19 @@ out:
 void
 sinks_get(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
-	if (!db)
-		return;
-	char ns[37];
-	struct err e = ERR_INIT;
-	json_t *out;
-	if (api_namespace(req, res, db, ns)) {
-		if (outbox_sink_get(db, ns, http_param(req, "name"), &out, &e))
-			reply(res, 200, out);
-		else
-			http_error(res, &e);
-	}
-	api_db_release(req, db);
+	answer_get(req, res, outbox_sink_get, "name");
 }
 
 void
 sinks_list(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
-	if (!db)
-		return;
-	char ns[37];
-	struct err e = ERR_INIT;
-	json_t *items;
-	if (api_namespace(req, res, db, ns)) {
-		if (outbox_sink_list(db, ns, &items, &e))
-			reply(res, 200, json_pack("{s:o}", "items", items));
-		else
-			http_error(res, &e);
-	}
-	api_db_release(req, db);
+	answer_list(req, res, outbox_sink_list);
 }
 
 void
 sinks_delete(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
-	if (!db)
-		return;
-	char ns[37];
-	struct err e = ERR_INIT;
-	if (api_namespace(req, res, db, ns)) {
-		if (outbox_sink_delete(db, ns, http_param(req, "name"), &e))
-			no_content(res);
-		else
-			http_error(res, &e);
-	}
-	api_db_release(req, db);
+	answer_delete(req, res, outbox_sink_delete, "name");
 }
 
 /* --------------------------------------------------- status listeners */
@@ -193,56 +221,19 @@ out:
 void
 sinks_listener_get(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
-	if (!db)
-		return;
-	char ns[37];
-	struct err e = ERR_INIT;
-	json_t *out;
-	if (api_namespace(req, res, db, ns)) {
-		if (outbox_listener_get(db, ns, http_param(req, "workflowName"),
-					&out, &e))
-			reply(res, 200, out);
-		else
-			http_error(res, &e);
-	}
-	api_db_release(req, db);
+	answer_get(req, res, outbox_listener_get, "workflowName");
 }
 
 void
 sinks_listener_list(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
-	if (!db)
-		return;
-	char ns[37];
-	struct err e = ERR_INIT;
-	json_t *items;
-	if (api_namespace(req, res, db, ns)) {
-		if (outbox_listener_list(db, ns, &items, &e))
-			reply(res, 200, json_pack("{s:o}", "items", items));
-		else
-			http_error(res, &e);
-	}
-	api_db_release(req, db);
+	answer_list(req, res, outbox_listener_list);
 }
 
 void
 sinks_listener_delete(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
-	if (!db)
-		return;
-	char ns[37];
-	struct err e = ERR_INIT;
-	if (api_namespace(req, res, db, ns)) {
-		if (outbox_listener_delete(db, ns,
-					   http_param(req, "workflowName"), &e))
-			no_content(res);
-		else
-			http_error(res, &e);
-	}
-	api_db_release(req, db);
+	answer_delete(req, res, outbox_listener_delete, "workflowName");
 }
 
 /* -------------------------------------------------------- dead letter */
