@@ -4,10 +4,13 @@
 #include "engine/defcache.h"
 #include "engine/queue_signal.h"
 #include "engine/worker_polls.h"
+#include "store/payload_repo.h"
 #include "util/json.h"
+#include "util/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { DEFAULT_LEASE_SECONDS = 3600 };
 
@@ -162,6 +165,101 @@ workers_result(struct db *db, const struct queue_ref *q, const char *task_id,
 	       const json_t *output, const char *reason, struct err *e)
 {
 	return result(db, q, task_id, worker, false, status, output, reason, e);
+}
+
+static const char *const status_names[] = {
+	[RESULT_COMPLETED] = "COMPLETED",
+	[RESULT_FAILED] = "FAILED",
+	[RESULT_FAILED_WITH_TERMINAL_ERROR] = "FAILED_WITH_TERMINAL_ERROR",
+};
+
+static bool
+named_before(const struct worker_result *r, size_t k)
+{
+	for (size_t j = 0; j < k; j++)
+		if (strcmp(r[j].task_id, r[k].task_id) == 0)
+			return true;
+	return false;
+}
+
+void
+workers_results(struct db *db, const struct queue_ref *q,
+		struct worker_result *r, size_t n)
+{
+	char queue[512];
+	workers_queue_name(q, queue, sizeof(queue));
+	/* The batch: every item but those recorded one at a time. */
+	json_t *batch = json_array();
+	size_t *index = xcalloc(n ? n : 1, sizeof(*index));
+	bool *alone = xcalloc(n ? n : 1, sizeof(*alone));
+	size_t m = 0;
+	long offload = payload_offload_bytes();
+	for (size_t k = 0; k < n; k++) {
+		r[k].ok = false;
+		r[k].e = (struct err)ERR_INIT;
+		char *text = json_db_text(r[k].output);
+		bool big = (long)strlen(text) > offload;
+		free(text);
+		if (big || named_before(r, k)) {
+			alone[k] = true;
+			continue;
+		}
+		json_array_append_new(
+			batch,
+			json_pack("{s:I,s:s,s:s,s:s,s:O,s:s?}", "n",
+				  (json_int_t)m, "t", r[k].task_id, "w",
+				  r[k].worker, "s", status_names[r[k].status],
+				  "o", r[k].output, "r", r[k].reason));
+		index[m++] = k;
+	}
+	bool freed = false, any = false;
+	if (m) {
+		enum queue_fate *fate = xcalloc(m, sizeof(*fate));
+		char *text = json_db_text(batch);
+		struct err e = ERR_INIT;
+		if (queue_results(db, queue, text, m, fate, &freed, &e)) {
+			for (size_t j = 0; j < m; j++) {
+				struct worker_result *x = &r[index[j]];
+				x->ok = fate[j] == QUEUE_FATE_DONE;
+				any = any || x->ok;
+				if (fate[j] == QUEUE_FATE_FINISHED)
+					err_set(&x->e, ERR_CONFLICT,
+						"task %s is already finished",
+						x->task_id);
+				else if (fate[j] == QUEUE_FATE_NOT_LEASED)
+					err_set(&x->e, ERR_CONFLICT,
+						"task %s is not leased to "
+						"worker %.80s on queue %.120s "
+						"(its lease was lost or it "
+						"does not exist)",
+						x->task_id, x->worker, queue);
+			}
+		} else {
+			/* Refused as a whole (a deadlock with another
+			 * batch, a lost connection): one at a time, each
+			 * with its own answer. */
+			for (size_t j = 0; j < m; j++)
+				alone[index[j]] = true;
+		}
+		free(text);
+		free(fate);
+	}
+	json_decref(batch);
+	free(index);
+	if (any)
+		decide_loop_wake_all();
+	if (freed) {
+		json_t *names = json_pack("[s]", queue);
+		struct err se = ERR_INIT;
+		(void)queue_signal_send(db, names, &se);
+		json_decref(names);
+	}
+	for (size_t k = 0; k < n; k++)
+		if (alone[k])
+			r[k].ok = result(db, q, r[k].task_id, r[k].worker,
+					 false, r[k].status, r[k].output,
+					 r[k].reason, &r[k].e);
+	free(alone);
 }
 
 bool

@@ -52,6 +52,23 @@ bool workers_result(struct db *db, const struct queue_ref *q,
 		    const char *task_id, const char *worker,
 		    enum task_result_status status, const json_t *output,
 		    const char *reason, struct err *e);
+/* One result of a batch (workers_results): the inputs, then its fate. */
+struct worker_result {
+	const char *task_id;
+	const char *worker;
+	enum task_result_status status;
+	const json_t *output; /* an object */
+	const char *reason;   /* or NULL */
+	bool ok;              /* out: recorded */
+	struct err e;         /* out: why not */
+};
+
+/* Many results of one queue, each with the fate workers_result would give
+ * it, committed together: one statement and one commit for all the small
+ * ones; an output to offload, a task named twice, or a batch the database
+ * refused as a whole (a deadlock) is recorded one at a time. */
+void workers_results(struct db *db, const struct queue_ref *q,
+		     struct worker_result *r, size_t n);
 /* workers_result for whoever reports it (Conductor's task update): the
  * task may be leased to another worker or to none. */
 bool workers_result_any(struct db *db, const struct queue_ref *q,

@@ -259,9 +259,9 @@ queues_defer(struct http_request *req, struct http_response *res)
 }
 
 /*
- * Many results in one request: each is its own transaction, so one that
- * fails (a lost lease) does not undo the others; the answer lists each
- * result's fate in order.
+ * Many results in one request, committed together (workers_results): one
+ * that fails (a lost lease) does not undo the others; the answer lists
+ * each result's fate in order.
  */
 void
 queues_results(struct http_request *req, struct http_response *res)
@@ -309,35 +309,43 @@ queues_results(struct http_request *req, struct http_response *res)
 	if (!invalid(res, &errs)) {
 		json_t *out = json_array();
 		json_t *empty = json_object();
+		size_t n = json_array_size(list);
+		struct worker_result *items = xcalloc(n, sizeof(*items));
 		json_array_foreach (list, i, r) {
-			const char *tid =
-				json_string_value(json_object_get(r, "taskId"));
 			const char *st =
 				json_string_value(json_object_get(r, "status"));
 			const json_t *output = json_object_get(r, "output");
-			const char *reason =
-				json_string_value(json_object_get(r, "reason"));
-			enum task_result_status rs =
-				strcmp(st, "COMPLETED") == 0 ? RESULT_COMPLETED
-				: strcmp(st, "FAILED") == 0
-					? RESULT_FAILED
-					: RESULT_FAILED_WITH_TERMINAL_ERROR;
-			struct err e = ERR_INIT;
-			bool ok = workers_result(
-				c.db, &c.q, tid,
-				json_string_value(
+			items[i] = (struct worker_result){
+				.task_id = json_string_value(
+					json_object_get(r, "taskId")),
+				.worker = json_string_value(
 					json_object_get(r, "workerId")),
-				rs, output ? output : empty, reason, &e);
+				.status =
+					strcmp(st, "COMPLETED") == 0
+						? RESULT_COMPLETED
+					: strcmp(st, "FAILED") == 0
+						? RESULT_FAILED
+						: RESULT_FAILED_WITH_TERMINAL_ERROR,
+				.output = output ? output : empty,
+				.reason = json_string_value(
+					json_object_get(r, "reason")),
+			};
+		}
+		workers_results(c.db, &c.q, items, n);
+		for (i = 0; i < n; i++) {
 			json_t *item =
-				json_pack("{s:s,s:b}", "taskId", tid, "ok", ok);
-			if (!ok)
+				json_pack("{s:s,s:b}", "taskId",
+					  items[i].task_id, "ok", items[i].ok);
+			if (!items[i].ok)
 				json_object_set_new(
 					item, "error",
-					json_pack("{s:s,s:s}", "code",
-						  err_code_name(e.code),
-						  "message", e.msg));
+					json_pack(
+						"{s:s,s:s}", "code",
+						err_code_name(items[i].e.code),
+						"message", items[i].e.msg));
 			json_array_append_new(out, item);
 		}
+		free(items);
 		json_t *body = json_pack("{s:o}", "results", out);
 		http_json(res, 200, body);
 		json_decref(body);

@@ -6,6 +6,7 @@
 #include "runtime/log.h"
 #include "runtime/metrics.h"
 #include "store/events_repo.h"
+#include "store/notify.h"
 #include "store/pool.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
@@ -25,6 +26,9 @@ enum {
 	TICK_MS = 1000,      /* the hub's pass when nothing wakes it */
 	MAX_PENDING = 10000, /* notified events awaiting a status read */
 	ACQUIRE_MS = 5000,   /* waiting for a pool connection */
+	LIVE_TTL_S = 30,     /* a registration outlives its process by this */
+	LIVE_REFRESH_MS = 10000, /* and is refreshed this often */
+	SETTLE_MS = 1000, /* re-read after registering (the hints missed) */
 	CLIENT_BUCKETS = 64,
 };
 
@@ -78,6 +82,11 @@ struct sse_hub {
 	int64_t *pend_seqs;
 	int npend;
 	struct metric *m_streams, *m_events, *m_cutoffs, *m_refused, *m_dropped;
+	/* The hub's thread only: this process's row in "LiveStreamHolders"
+	 * (the trigger notifies only while one is alive). */
+	char process_id[37];
+	bool live;
+	int64_t live_refresh_ms;
 };
 
 /* ------------------------------------------------------------- requests */
@@ -492,6 +501,52 @@ reap(struct sse_hub *h)
 	}
 }
 
+enum live_step { LIVE_SAME, LIVE_NEW };
+
+/*
+ * Keeps this process's "LiveStreamHolders" row alive while it holds a
+ * stream and removes it with the last one (the hub's thread, which
+ * acquires *db when it needs it).  A failure is logged and tried again on
+ * the next pass; meanwhile streams still see every event, at the
+ * heartbeat.
+ */
+static enum live_step
+live_holding(struct sse_hub *h, unsigned nstreams, int64_t now, struct db **db,
+	     struct err *e)
+{
+	bool want = nstreams > 0;
+	if (want == h->live && (!want || now < h->live_refresh_ms))
+		return LIVE_SAME;
+	if (!*db)
+		*db = db_pool_acquire(h->o.pool, ACQUIRE_MS, e);
+	bool ok = *db && (want ? notify_live_hold(*db, h->process_id, nstreams,
+						  LIVE_TTL_S, e)
+			       : notify_live_release(*db, h->process_id, e));
+	if (!ok) {
+		log_warn("sse", "registering the open event streams failed: %s",
+			 e->msg);
+		*e = (struct err)ERR_INIT;
+		return LIVE_SAME;
+	}
+	bool fresh = want && !h->live;
+	h->live = want;
+	h->live_refresh_ms = now + LIVE_REFRESH_MS;
+	return fresh ? LIVE_NEW : LIVE_SAME;
+}
+
+/* Notifications are raised from the registration's commit on; events
+ * whose writers checked before it are read at the latest SETTLE_MS from
+ * now, not at the next heartbeat. */
+static void
+settle(struct sse_hub *h, int64_t now)
+{
+	pthread_mutex_lock(&h->lock);
+	for (struct sub *s = h->subs; s; s = s->next)
+		if (s->beat_due_ms > now + SETTLE_MS)
+			s->beat_due_ms = now + SETTLE_MS;
+	pthread_mutex_unlock(&h->lock);
+}
+
 static void *
 hub_main(void *arg)
 {
@@ -550,11 +605,14 @@ hub_main(void *arg)
 			       (size_t)npend * sizeof(*seqs));
 			h->npend = 0;
 		}
+		unsigned nstreams = h->nstreams;
 		pthread_mutex_unlock(&h->lock);
 
 		struct db *db = NULL;
 		struct err e = ERR_INIT;
 		bool failed = false;
+		if (live_holding(h, nstreams, now, &db, &e) == LIVE_NEW)
+			settle(h, now);
 		for (size_t i = 0; i < nwork; i++) {
 			struct sub *s = work[i];
 			s->more = false;
@@ -636,6 +694,11 @@ hub_main(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&h->lock);
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	(void)live_holding(h, 0, mono_ms(), &db, &e);
+	if (db)
+		db_pool_release(h->o.pool, db);
 	free(work);
 	free(ids);
 	free(seqs);
@@ -662,6 +725,7 @@ sse_start(const struct sse_opts *o)
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&h->cond, &attr);
 	pthread_condattr_destroy(&attr);
+	uuid_v7(h->process_id);
 	h->pend_ids = xcalloc(MAX_PENDING, sizeof(*h->pend_ids));
 	h->pend_seqs = xcalloc(MAX_PENDING, sizeof(*h->pend_seqs));
 	h->m_streams = metric_register(METRIC_GAUGE, "nodeflow_sse_streams", "",

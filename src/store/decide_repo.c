@@ -162,7 +162,9 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
  * Three index paths, one statement: the frontier (partial frontier index;
  * the predicate repeats the index's, so the planner can use it), the
  * unprocessed (partial unprocessed index), and the latest reacted-to
- * attempt of each reference the definition reads (identity index).
+ * attempt of each reference the definition reads (identity index, one
+ * probe per reference: joined the other way round it was planned as a
+ * scan of every task ever retained, on every batch).
  */
 DB_STMT(decide_load_tasks_stmt,
 	"SELECT" FRONTIER_COLUMNS " FROM \"TaskExecutions\" t"
@@ -172,13 +174,13 @@ DB_STMT(decide_load_tasks_stmt,
 	" WHERE t.\"workflowId\" = ANY($1::uuid[])"
 	" AND t.\"endedAt\" IS NOT NULL AND t.\"deciderSeenAt\" IS NULL"
 	" UNION ALL"
-	" SELECT * FROM (SELECT DISTINCT ON (t.\"workflowId\", t.\"refName\")" TASK_COLUMNS
-	" FROM \"TaskExecutions\" t"
-	" JOIN jsonb_to_recordset($2::jsonb) AS r(\"w\" uuid, \"ref\" text)"
-	" ON t.\"workflowId\" = r.\"w\" AND t.\"refName\" = r.\"ref\""
-	" WHERE t.\"deciderSeenAt\" IS NOT NULL"
-	" ORDER BY t.\"workflowId\", t.\"refName\", t.\"iteration\" DESC,"
-	" t.\"attempt\" DESC) latest");
+	" SELECT * FROM (SELECT x.* FROM (SELECT DISTINCT \"w\", \"ref\" FROM"
+	" jsonb_to_recordset($2::jsonb) AS p(\"w\" uuid, \"ref\" text)) r"
+	" CROSS JOIN LATERAL (SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
+	" WHERE t.\"workflowId\" = r.\"w\" AND t.\"refName\" = r.\"ref\""
+	" AND t.\"deciderSeenAt\" IS NOT NULL"
+	" ORDER BY t.\"iteration\" DESC, t.\"attempt\" DESC LIMIT 1) x"
+	" ORDER BY r.\"w\", r.\"ref\") latest");
 
 static struct loaded_execution *
 find_execution(struct decide_batch *b, const char *id)

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,9 +19,23 @@ DB_STMT(notify_listen_outbox, "LISTEN \"node_flow_outbox\"");
 DB_STMT(notify_send_queues,
 	"SELECT pg_notify('node_flow_task_queues', $1)::text");
 
-struct db_stmt *const notify_stmts[] = {&notify_listen_events,
-					&notify_listen_queues,
-					&notify_send_queues, NULL};
+/* The trigger on "WorkflowEvents" notifies only while a row here is
+ * alive (migration 0008). */
+DB_STMT(notify_live_hold_stmt,
+	"INSERT INTO \"LiveStreamHolders\" (\"processId\", \"streams\","
+	" \"expiresAt\") VALUES ($1::uuid, $2::int,"
+	" now() + make_interval(secs => $3::float8))"
+	" ON CONFLICT (\"processId\") DO UPDATE SET"
+	" \"streams\" = EXCLUDED.\"streams\","
+	" \"expiresAt\" = EXCLUDED.\"expiresAt\"");
+/* Expired rows of processes that died go with any release. */
+DB_STMT(notify_live_release_stmt,
+	"DELETE FROM \"LiveStreamHolders\" WHERE \"processId\" = $1::uuid"
+	" OR \"expiresAt\" < now() - interval '1 hour'");
+
+struct db_stmt *const notify_stmts[] = {
+	&notify_listen_events,  &notify_listen_queues,     &notify_send_queues,
+	&notify_live_hold_stmt, &notify_live_release_stmt, NULL};
 /* The outbox relays' channel (its own array: one line in the registry). */
 struct db_stmt *const notify_outbox_stmts[] = {&notify_listen_outbox, NULL};
 
@@ -29,6 +44,24 @@ notify_queues(struct db *db, const char *payload, struct err *e)
 {
 	const char *params[] = {payload};
 	return db_run(db, &notify_send_queues, 1, params, e);
+}
+
+bool
+notify_live_hold(struct db *db, const char *process_id, unsigned streams,
+		 int ttl_seconds, struct err *e)
+{
+	char n[16], ttl[16];
+	snprintf(n, sizeof(n), "%u", streams);
+	snprintf(ttl, sizeof(ttl), "%d", ttl_seconds);
+	const char *params[] = {process_id, n, ttl};
+	return db_run(db, &notify_live_hold_stmt, 3, params, e);
+}
+
+bool
+notify_live_release(struct db *db, const char *process_id, struct err *e)
+{
+	const char *params[] = {process_id};
+	return db_run(db, &notify_live_release_stmt, 1, params, e);
 }
 
 struct notify_conn *

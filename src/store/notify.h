@@ -32,6 +32,14 @@ typedef void notify_fn(const char *payload, void *arg);
  * connection's transaction, or at once outside one). */
 bool notify_queues(struct db *db, const char *payload, struct err *e);
 
+/* "node_flow_workflow_events" is raised only while some process holds
+ * live streams: notify_live_hold registers (or refreshes) process_id as
+ * holding `streams` open streams for ttl_seconds; notify_live_release
+ * removes it (and rows long expired).  process_id is a UUID. */
+bool notify_live_hold(struct db *db, const char *process_id, unsigned streams,
+		      int ttl_seconds, struct err *e);
+bool notify_live_release(struct db *db, const char *process_id, struct err *e);
+
 /* Connects (checking the server like db_open) and LISTENs on channel. */
 struct notify_conn *notify_open(const char *url, const char *channel,
 				struct err *e);

@@ -345,6 +345,86 @@ queue_result(struct db *db, const char *queue, const char *task_id,
 			       output, reason, e);
 }
 
+/*
+ * queue_result for many tasks.  Every lock is taken in (workflow, task)
+ * order: the queue rows by the locking sort in l, the decision rows by the
+ * ordered insert in d, which every later lock (the execution's event
+ * counter) waits behind.  Cached outputs are deduplicated per key: one
+ * statement may not update one row twice.
+ */
+DB_STMT(queue_results_stmt,
+	"WITH i AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(\"n\" int,"
+	"   \"t\" uuid, \"w\" text, \"s\" text, \"o\" jsonb, \"r\" text)),"
+	" l AS (SELECT q.\"workflowId\", q.\"namespaceId\", q.\"semaphore\","
+	"   q.\"taskId\", i.\"n\", i.\"w\", i.\"s\", i.\"o\", i.\"r\""
+	"   FROM \"TaskQueues\" q JOIN i ON q.\"taskId\" = i.\"t\""
+	"   AND q.\"leasedBy\" = i.\"w\" WHERE q.\"queueName\" = $1"
+	"   ORDER BY q.\"workflowId\", q.\"taskId\" FOR UPDATE OF q),"
+	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = l.\"s\","
+	"   \"output\" = l.\"o\", \"outputRef\" = NULL,"
+	"   \"reasonForIncompletion\" = l.\"r\","
+	"   \"endedAt\" = now(), \"updatedAt\" = now() FROM l"
+	"   WHERE te.\"workflowId\" = l.\"workflowId\" AND te.\"id\" = l.\"taskId\""
+	"   AND te.\"status\" IN ('SCHEDULED', 'IN_PROGRESS')"
+	"   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\","
+	"   te.\"taskDefName\", te.\"cacheKey\", te.\"cacheTtlSeconds\","
+	"   l.\"n\", l.\"w\", l.\"s\", l.\"o\", l.\"r\", l.\"semaphore\"),"
+	" q AS (DELETE FROM \"TaskQueues\" q USING t"
+	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = t.\"id\"),"
+	" hf AS (DELETE FROM \"SemaphoreHolders\" h USING t"
+	"   WHERE h.\"namespaceId\" = t.\"namespaceId\""
+	"   AND h.\"name\" = t.\"semaphore\" AND h.\"taskId\" = t.\"id\""
+	"   RETURNING 1),"
+	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+	"   \"reason\") SELECT DISTINCT \"workflowId\", \"namespaceId\", 'task'"
+	"   FROM t ORDER BY 1"
+	"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
+	"   EXCLUDED.\"reason\", \"enqueuedAt\" = LEAST("
+	"   \"DecideQueues\".\"enqueuedAt\", EXCLUDED.\"enqueuedAt\")"
+	"   RETURNING \"workflowId\"),"
+	" c AS (INSERT INTO \"TaskOutputCache\" (\"namespaceId\", \"taskDefName\","
+	"   \"key\", \"output\", \"expiresAt\")"
+	"   SELECT DISTINCT ON (t.\"namespaceId\", t.\"taskDefName\", t.\"cacheKey\")"
+	"   t.\"namespaceId\", t.\"taskDefName\", t.\"cacheKey\", t.\"o\","
+	"   now() + make_interval(secs => t.\"cacheTtlSeconds\") FROM t"
+	"   WHERE t.\"s\" = 'COMPLETED'"
+	"   AND t.\"cacheKey\" IS NOT NULL AND t.\"cacheTtlSeconds\" IS NOT NULL"
+	"   ORDER BY t.\"namespaceId\", t.\"taskDefName\", t.\"cacheKey\", t.\"n\" DESC"
+	"   ON CONFLICT (\"namespaceId\", \"taskDefName\", \"key\") DO UPDATE"
+	"   SET \"output\" = excluded.\"output\", \"createdAt\" = now(),"
+	"   \"expiresAt\" = excluded.\"expiresAt\"),"
+	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+		"td", "'TASK_' || s.\"s\"",
+		"jsonb_build_object('workerId', s.\"w\", 'reason', s.\"r\")") " SELECT i.\"n\", l.\"taskId\" IS NOT NULL, t.\"id\" IS NOT NULL,"
+									      " (SELECT count(*) FROM hf)"
+									      " FROM i LEFT JOIN l USING (\"n\") LEFT JOIN t USING (\"n\")");
+
+bool
+queue_results(struct db *db, const char *queue, const char *batch, size_t n,
+	      enum queue_fate *fate, bool *freed, struct err *e)
+{
+	const char *params[] = {queue, batch};
+	PGresult *res = db_exec(db, &queue_results_stmt, 2, params, e);
+	if (!res)
+		return false;
+	*freed = false;
+	for (size_t k = 0; k < n; k++)
+		fate[k] = QUEUE_FATE_NOT_LEASED;
+	for (int i = 0; i < PQntuples(res); i++) {
+		unsigned long k = strtoul(PQgetvalue(res, i, 0), NULL, 10);
+		if (k >= n)
+			continue;
+		bool leased = PQgetvalue(res, i, 1)[0] == 't';
+		bool updated = PQgetvalue(res, i, 2)[0] == 't';
+		fate[k] = updated  ? QUEUE_FATE_DONE
+			  : leased ? QUEUE_FATE_FINISHED
+				   : QUEUE_FATE_NOT_LEASED;
+		*freed = *freed || strcmp(PQgetvalue(res, i, 3), "0") != 0;
+	}
+	PQclear(res);
+	return true;
+}
+
 DB_STMT(queue_namespace_stmt,
 	"SELECT \"namespaceId\"::text FROM \"TaskQueues\""
 	" WHERE \"queueName\" = $1 AND \"taskId\" = $2::uuid");
@@ -590,10 +670,17 @@ queue_sweep_expired(struct db *db, int limit, size_t *n, struct err *e)
 }
 
 struct db_stmt *const queue_repo_stmts[] = {
-	&queue_lease_stmt,          &queue_gate_lock_stmt,
-	&queue_lease_gated_stmt,    &queue_lease_system_stmt,
-	&queue_result_stmt,         &queue_namespace_stmt,
-	&queue_heartbeat_stmt,      &queue_release_stmt,
-	&queue_sweep_deferred_stmt, &queue_sweep_expired_stmt,
-	&queue_park_stmt,           NULL,
+	&queue_lease_stmt,
+	&queue_gate_lock_stmt,
+	&queue_lease_gated_stmt,
+	&queue_lease_system_stmt,
+	&queue_result_stmt,
+	&queue_namespace_stmt,
+	&queue_heartbeat_stmt,
+	&queue_release_stmt,
+	&queue_sweep_deferred_stmt,
+	&queue_sweep_expired_stmt,
+	&queue_park_stmt,
+	&queue_results_stmt,
+	NULL,
 };

@@ -116,6 +116,29 @@ bool queue_result_freeing(struct db *db, const char *queue, const char *task_id,
 			  enum task_result_status status, const char *output,
 			  const char *reason, bool *freed, struct err *e);
 
+/* One item's fate in queue_results. */
+enum queue_fate {
+	QUEUE_FATE_DONE,       /* recorded */
+	QUEUE_FATE_FINISHED,   /* the task had finished already */
+	QUEUE_FATE_NOT_LEASED, /* not leased to that worker (or no such task) */
+};
+
+/*
+ * Many workers' results on one queue in one statement, hence one commit:
+ * what queue_result does for each, with the locks taken in the order of
+ * (workflow, task) so that two batches never wait on each other in a
+ * cycle.  batch is the JSON text (through the funnel) of an array of n
+ * objects {"n": its index, "t": task id, "w": worker id, "s": "COMPLETED",
+ * "FAILED" or "FAILED_WITH_TERMINAL_ERROR", "o": output object, "r":
+ * reason or null}; no task twice and no output above the offload threshold
+ * (those go through queue_result_freeing).  fate[n] receives each item's
+ * fate; *freed whether a semaphore permit was given back.  False, with
+ * nothing recorded, when the statement failed as a whole (e->sqlstate
+ * "40P01" for a deadlock the caller may retry item by item).
+ */
+bool queue_results(struct db *db, const char *queue, const char *batch,
+		   size_t n, enum queue_fate *fate, bool *freed, struct err *e);
+
 /* A system task declared asyncComplete that has done its work: records its
  * output and leaves it IN_PROGRESS with its queue row gone (nothing leases
  * it again, no lease runs out) until the API completes or fails it.

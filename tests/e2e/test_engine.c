@@ -1506,6 +1506,186 @@ Test(leases, batched_results_each_stand_alone)
 	json_decref(p.tasks);
 }
 
+/* A batch is one transaction: its results share one commit (one "endedAt",
+ * the transaction's clock); a task named twice is recorded once, the
+ * second answered with a conflict, as if sent after the batch. */
+Test(leases, a_batch_commits_once_and_records_a_task_once)
+{
+	start();
+	put_task_def("cq", 0, 60);
+	put_one_task_workflow("cw", "cq");
+	char ids[4][37];
+	for (int i = 0; i < 4; i++)
+		start_workflow("cw", json_pack("{s:i}", "n", i), ids[i]);
+	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 4, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued));
+	struct poll_probe p = {"cq", "A", 4, NULL};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, polled_something, &p));
+	cr_assert_eq(json_array_size(p.tasks), 4, "%s", last_body);
+	const char *t[4], *wf[4];
+	for (int i = 0; i < 4; i++) {
+		t[i] = str_at(json_array_get(p.tasks, (size_t)i), "id");
+		wf[i] = str_at(json_array_get(p.tasks, (size_t)i),
+			       "workflowId");
+	}
+	char body[2048];
+	snprintf(body, sizeof(body),
+		 "{\"results\":["
+		 "{\"taskId\":\"%s\",\"workerId\":\"A\",\"status\":"
+		 "\"COMPLETED\",\"output\":{\"k\":0}},"
+		 "{\"taskId\":\"%s\",\"workerId\":\"A\",\"status\":"
+		 "\"COMPLETED\",\"output\":{\"k\":1}},"
+		 "{\"taskId\":\"%s\",\"workerId\":\"A\",\"status\":"
+		 "\"COMPLETED\",\"output\":{\"k\":9}},"
+		 "{\"taskId\":\"%s\",\"workerId\":\"A\",\"status\":"
+		 "\"FAILED\",\"reason\":\"no\"},"
+		 "{\"taskId\":\"%s\",\"workerId\":\"A\",\"status\":"
+		 "\"COMPLETED\",\"output\":{\"k\":3}}]}",
+		 t[0], t[1], t[0], t[2], t[3]);
+	json_t *v = call("POST", NS "/queues/cq/results", body, 200);
+	json_t *rs = json_object_get(v, "results");
+	cr_assert_eq(json_array_size(rs), 5, "%s", last_body);
+	const bool ok[] = {true, true, false, true, true};
+	for (size_t i = 0; i < 5; i++)
+		cr_assert_eq(json_is_true(json_object_get(json_array_get(rs, i),
+							  "ok")),
+			     ok[i], "result %zu: %s", i, last_body);
+	json_t *dup = json_object_get(json_array_get(rs, 2), "error");
+	cr_assert_str_eq(str_at(dup, "code"), "conflict");
+	json_decref(v);
+
+	const char *params[] = {t[0], t[1], t[2], t[3]};
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(DISTINCT \"endedAt\") FROM"
+			    " \"TaskExecutions\" WHERE \"id\" IN ($1::uuid,"
+			    " $2::uuid, $3::uuid, $4::uuid)",
+			    4, params),
+		     1, "the batch's results were not committed together");
+	json_t *w = wait_status(wf[0], "COMPLETED");
+	cr_assert(json_eq_text(json_object_get(w, "output"), "{\"k\":0}"), "%s",
+		  last_body);
+	json_decref(w);
+	json_decref(wait_status(wf[1], "COMPLETED"));
+	json_decref(wait_status(wf[2], "FAILED"));
+	json_decref(wait_status(wf[3], "COMPLETED"));
+	/* One completion event for the task named twice. */
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+			     " WHERE \"taskId\" = $1::uuid"
+			     " AND \"type\" = 'TASK_COMPLETED'",
+			     t[0]),
+		     1);
+	json_decref(p.tasks);
+}
+
+/* Two workers report batches at once whose tasks belong to the same
+ * workflows (both branches of each fork), listed in opposite orders:
+ * every result is recorded, none refused, every workflow completes. */
+struct batch_sender {
+	pthread_t t;
+	pthread_barrier_t *go;
+	char *body;
+	long status;
+	char *answer;
+};
+
+static void *
+batch_sender_main(void *arg)
+{
+	struct batch_sender *b = arg;
+	CURL *h = curl_easy_init();
+	pthread_barrier_wait(b->go);
+	b->status = worker_req(h, "POST", NS "/queues/xq/results", b->body,
+			       &b->answer);
+	curl_easy_cleanup(h);
+	return NULL;
+}
+
+Test(leases, crossing_batches_of_one_workflows_tasks_all_land)
+{
+	enum { WF = 12 };
+	start();
+	put_task_def("xq", 0, 60);
+	call_ok("POST", NS "/workflow-definitions",
+		"{\"name\":\"xw\",\"version\":1,\"tasks\":["
+		"{\"name\":\"f\",\"taskReferenceName\":\"f\","
+		"\"type\":\"FORK_JOIN\",\"forkTasks\":["
+		"[{\"name\":\"xq\",\"taskReferenceName\":\"a\"}],"
+		"[{\"name\":\"xq\",\"taskReferenceName\":\"b\"}]]},"
+		"{\"name\":\"j\",\"taskReferenceName\":\"j\",\"type\":\"JOIN\","
+		"\"joinOn\":[\"a\",\"b\"]}]}",
+		201);
+	char ids[WF][37];
+	for (int i = 0; i < WF; i++)
+		start_workflow("xw", json_pack("{s:i}", "n", i), ids[i]);
+	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"",
+				   2 * WF, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued));
+	struct poll_probe p = {"xq", "W", 2 * WF, NULL};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, polled_something, &p));
+	cr_assert_eq(json_array_size(p.tasks), 2 * WF, "%s", last_body);
+
+	/* Batch 0 holds branch a of every workflow in one order and branch
+	 * b in the other; batch 1 the rest, reversed. */
+	char body[2][4096];
+	const json_t *task[2][WF];
+	size_t na = 0, nb = 0;
+	size_t i;
+	const json_t *tk;
+	json_array_foreach (p.tasks, i, tk) {
+		if (strcmp(str_at(tk, "refName"), "a") == 0)
+			task[0][na++] = tk;
+		else
+			task[1][nb++] = tk;
+	}
+	cr_assert_eq(na, WF);
+	cr_assert_eq(nb, WF);
+	for (int k = 0; k < 2; k++) {
+		size_t at = (size_t)snprintf(body[k], sizeof(body[k]),
+					     "{\"results\":[");
+		for (int j = 0; j < WF; j++) {
+			/* k 0: a[0..5], b[11..6]; k 1: b[5..0], a[6..11] */
+			const json_t *x =
+				j < WF / 2 ? task[k][k ? WF / 2 - 1 - j : j]
+					   : task[1 - k]
+						 [k ? j : 3 * WF / 2 - 1 - j];
+			at += (size_t)snprintf(
+				body[k] + at, sizeof(body[k]) - at,
+				"%s{\"taskId\":\"%s\",\"workerId\":\"W\","
+				"\"status\":\"COMPLETED\",\"output\":"
+				"{\"j\":%d}}",
+				j ? "," : "", str_at(x, "id"), j);
+		}
+		snprintf(body[k] + at, sizeof(body[k]) - at, "]}");
+	}
+	pthread_barrier_t go;
+	pthread_barrier_init(&go, NULL, 2);
+	set_base(srv);
+	struct batch_sender b[2];
+	for (int k = 0; k < 2; k++) {
+		b[k] = (struct batch_sender){.go = &go, .body = body[k]};
+		cr_assert(pthread_create(&b[k].t, NULL, batch_sender_main,
+					 &b[k]) == 0);
+	}
+	for (int k = 0; k < 2; k++)
+		pthread_join(b[k].t, NULL);
+	pthread_barrier_destroy(&go);
+	for (int k = 0; k < 2; k++) {
+		cr_assert_eq(b[k].status, 200, "batch %d: %ld %s", k,
+			     b[k].status, b[k].answer ? b[k].answer : "");
+		json_t *v = json_loads(b[k].answer, 0, NULL);
+		json_t *rs = json_object_get(v, "results");
+		cr_assert_eq(json_array_size(rs), WF, "%s", b[k].answer);
+		json_array_foreach (rs, i, tk)
+			cr_assert(json_is_true(json_object_get(tk, "ok")),
+				  "batch %d item %zu: %s", k, i, b[k].answer);
+		json_decref(v);
+		free(b[k].answer);
+	}
+	for (int k = 0; k < WF; k++)
+		json_decref(wait_status(ids[k], "COMPLETED"));
+	json_decref(p.tasks);
+}
+
 static bool
 is_before(const char *a, const char *b)
 {

@@ -8,7 +8,10 @@
  *     committed events arrive in order;
  *   - an empty payload (the spec's statement-level trigger mutation), a
  *     NOTIFY without payload and a garbage one are counted and ignored,
- *     never handed to the callback, and the listener stays alive.
+ *     never handed to the callback, and the listener stays alive;
+ *   - the trigger raises nothing while no process holds a live stream
+ *     (no "LiveStreamHolders" row, or only an expired one), so writers
+ *     then never queue on PostgreSQL's notification lock at commit.
  * Waiting is by deadline: a "fence" notification sent after the statements
  * under test proves, by the channel's ordering, that everything before it
  * has been handled.
@@ -199,6 +202,22 @@ insert_event(PGconn *c, const char *workflow_id, int64_t seq, int64_t at)
 		3, params));
 }
 
+/* Registers a (pretend) process holding a live stream for an hour, or, with
+ * a negative ttl, one whose registration has expired. */
+static void
+hold_live(PGconn *c, int ttl_seconds)
+{
+	char ttl[16];
+	snprintf(ttl, sizeof(ttl), "%d", ttl_seconds);
+	const char *params[] = {ttl};
+	PQclear(th_query(c,
+			 "INSERT INTO \"LiveStreamHolders\""
+			 " (\"processId\", \"streams\", \"expiresAt\")"
+			 " VALUES (uuidv7(), 1,"
+			 " now() + make_interval(secs => $1::int))",
+			 1, params));
+}
+
 static void
 assert_event(const struct workflow_event_ref *ev, const char *workflow_id,
 	     int64_t seq)
@@ -215,6 +234,7 @@ Test(listener, trigger_fires_for_a_partition_created_after_it)
 	struct th_db d;
 	th_db_clone(&d);
 	PGconn *c = th_connect(d.url);
+	hold_live(c, 3600);
 
 	/* A month the template has no partition for (it keeps 3 ahead). */
 	int64_t now = th_int(
@@ -286,6 +306,7 @@ Test(listener, nothing_is_announced_before_commit_or_after_rollback)
 	struct th_db d;
 	th_db_clone(&d);
 	PGconn *c = th_connect(d.url);
+	hold_live(c, 3600);
 	PGconn *side =
 		th_connect(d.url); /* fences while c is in a transaction */
 
@@ -331,6 +352,7 @@ Test(listener, empty_and_garbage_payloads_are_ignored_not_fatal)
 	struct th_db d;
 	th_db_clone(&d);
 	PGconn *c = th_connect(d.url);
+	hold_live(c, 3600);
 
 	struct recorder rec;
 	recorder_init(&rec);
@@ -394,6 +416,46 @@ Test(listener, empty_and_garbage_payloads_are_ignored_not_fatal)
 	loop_stop(l);
 	pthread_mutex_destroy(&rec.mu);
 	free(bad);
+	free(wf);
+	PQfinish(c);
+	th_db_drop(&d);
+}
+
+Test(listener, nothing_is_raised_while_no_stream_is_open)
+{
+	struct th_db d;
+	th_db_clone(&d);
+	PGconn *c = th_connect(d.url);
+
+	struct recorder rec;
+	recorder_init(&rec);
+	struct loop *l = listener_start(d.url, on_event, &rec);
+	wait_listening(&rec, c);
+	struct workflow_event_ref seen[MAX_EVENTS];
+	char *wf = new_uuid(c);
+
+	/* Nobody holds a stream: the event is written, no hint is raised. */
+	insert_event(c, wf, 1, 0);
+	fence(&rec, c);
+	cr_assert_eq(recorded(&rec, seen), 0, "notified with no stream open");
+
+	/* A holder whose process died (its registration expired): none. */
+	hold_live(c, -1);
+	insert_event(c, wf, 2, 0);
+	fence(&rec, c);
+	cr_assert_eq(recorded(&rec, seen), 0,
+		     "notified for an expired registration");
+
+	/* A live holder: every writer's event is announced again. */
+	hold_live(c, 3600);
+	insert_event(c, wf, 3, 0);
+	wait_events(&rec, 1);
+	fence(&rec, c);
+	cr_assert_eq(recorded(&rec, seen), 1);
+	assert_event(&seen[0], wf, 3);
+
+	loop_stop(l);
+	pthread_mutex_destroy(&rec.mu);
 	free(wf);
 	PQfinish(c);
 	th_db_drop(&d);

@@ -674,7 +674,11 @@ Test(schema, workflow_events_trigger_is_row_level_on_the_parent)
 	cr_assert_eq(clone_count(oid), parts + 1);
 	free(oid);
 
-	/* It fires: a committed insert notifies "workflowId:seq". */
+	/* It fires: a committed insert notifies "workflowId:seq" (while a
+	 * process holds a live stream, migration 0008). */
+	th_exec(conn, "INSERT INTO \"LiveStreamHolders\" (\"processId\","
+		      " \"streams\", \"expiresAt\")"
+		      " VALUES (uuidv7(), 1, now() + interval '1 hour')");
 	th_exec(conn, "LISTEN \"node_flow_workflow_events\"");
 	char *wf = th_value(conn, "SELECT uuidv7()::text", 0, NULL);
 	const char *params[] = {wf};
