@@ -28,7 +28,8 @@ enum {
 	ACQUIRE_MS = 5000,   /* waiting for a pool connection */
 	LIVE_TTL_S = 30,     /* a registration outlives its process by this */
 	LIVE_REFRESH_MS = 10000, /* and is refreshed this often */
-	SETTLE_MS = 1000, /* re-read after registering (the hints missed) */
+	SETTLE_MS = 1000,    /* re-read after registering (the hints missed) */
+	LIVE_WAIT_MS = 2000, /* a first stream waits for the registration */
 	CLIENT_BUCKETS = 64,
 };
 
@@ -82,11 +83,14 @@ struct sse_hub {
 	int64_t *pend_seqs;
 	int npend;
 	struct metric *m_streams, *m_events, *m_cutoffs, *m_refused, *m_dropped;
-	/* The hub's thread only: this process's row in "LiveStreamHolders"
-	 * (the trigger notifies only while one is alive). */
+	/* This process's row in "LiveStreamHolders" (the trigger notifies
+	 * only while one is alive).  live is written by the hub's thread
+	 * under the lock (live_cond: it changed); the rest is the thread's. */
 	char process_id[37];
 	bool live;
+	pthread_cond_t live_cond; /* CLOCK_MONOTONIC */
 	int64_t live_refresh_ms;
+	unsigned live_count; /* the streams it says */
 };
 
 /* ------------------------------------------------------------- requests */
@@ -225,6 +229,15 @@ open_stream(struct sse_hub *h, struct http_request *req,
 		h->subs = s;
 		h->wake = true;
 		pthread_cond_signal(&h->cond);
+		/* The first stream waits for the hub to register it, so that
+		 * what its client does next is announced (a namespace stream
+		 * sees only what is announced).  Not for ever: the stream
+		 * reads its events at the heartbeat regardless. */
+		struct timespec until = mono_deadline(LIVE_WAIT_MS);
+		while (!h->live && !h->stop &&
+		       pthread_cond_timedwait(&h->live_cond, &h->lock,
+					      &until) == 0)
+			;
 	}
 	pthread_mutex_unlock(&h->lock);
 	if (ok) {
@@ -515,7 +528,8 @@ live_holding(struct sse_hub *h, unsigned nstreams, int64_t now, struct db **db,
 	     struct err *e)
 {
 	bool want = nstreams > 0;
-	if (want == h->live && (!want || now < h->live_refresh_ms))
+	if (want == h->live &&
+	    (!want || (now < h->live_refresh_ms && nstreams == h->live_count)))
 		return LIVE_SAME;
 	if (!*db)
 		*db = db_pool_acquire(h->o.pool, ACQUIRE_MS, e);
@@ -529,8 +543,12 @@ live_holding(struct sse_hub *h, unsigned nstreams, int64_t now, struct db **db,
 		return LIVE_SAME;
 	}
 	bool fresh = want && !h->live;
+	pthread_mutex_lock(&h->lock);
 	h->live = want;
+	pthread_cond_broadcast(&h->live_cond);
+	pthread_mutex_unlock(&h->lock);
 	h->live_refresh_ms = now + LIVE_REFRESH_MS;
+	h->live_count = nstreams;
 	return fresh ? LIVE_NEW : LIVE_SAME;
 }
 
@@ -724,6 +742,7 @@ sse_start(const struct sse_opts *o)
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&h->cond, &attr);
+	pthread_cond_init(&h->live_cond, &attr);
 	pthread_condattr_destroy(&attr);
 	uuid_v7(h->process_id);
 	h->pend_ids = xcalloc(MAX_PENDING, sizeof(*h->pend_ids));
@@ -763,6 +782,7 @@ sse_stop(struct sse_hub *h)
 	pthread_mutex_lock(&h->lock);
 	h->stop = true;
 	pthread_cond_signal(&h->cond);
+	pthread_cond_broadcast(&h->live_cond);
 	pthread_mutex_unlock(&h->lock);
 	if (h->started)
 		pthread_join(h->thread, NULL);
@@ -791,6 +811,7 @@ sse_free(struct sse_hub *h)
 	free(h->pend_ids);
 	free(h->pend_seqs);
 	pthread_cond_destroy(&h->cond);
+	pthread_cond_destroy(&h->live_cond);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

@@ -21,6 +21,9 @@
  *               (counted) and the stream still delivers the next event;
  *               an event written without a notification is delivered by
  *               the heartbeat's re-read.
+ *   holders     a server registers in "LiveStreamHolders" (which turns the
+ *               history notifications on) by the time its first stream
+ *               has opened, and removes itself after the last one closed.
  */
 #include "harness.h"
 
@@ -812,6 +815,47 @@ Test(sse, listener)
 	th_exec(sql, "SET session_replication_role = DEFAULT");
 	wait_seq(c, 500);
 	sse_close(c);
+}
+
+struct holders_probe {
+	long long want;
+};
+
+static bool
+holders_are(void *arg)
+{
+	struct holders_probe *p = arg;
+	return th_int(sql,
+		      "SELECT coalesce(sum(\"streams\"), 0) FROM"
+		      " \"LiveStreamHolders\" WHERE \"expiresAt\" > now()",
+		      0, NULL) == p->want;
+}
+
+Test(sse, holders)
+{
+	/* A closed client is noticed at the next heartbeat's write. */
+	const char *flags[] = {"--sse-heartbeat-seconds", "1", NULL};
+	setup(flags);
+	const struct th_server *s = &servers[0];
+	put_workflow(s, "one", "hq", 1);
+	char id[37], path[256];
+	start_workflow(s, "one", id);
+	struct holders_probe none = {0}, one = {1}, two = {2};
+	cr_assert(holders_are(&none), "registered with no stream open");
+	events_path(path, sizeof(path), id);
+	struct sse *a = sse_open(s, path, NULL, 0, NULL);
+	wait_open(a);
+	/* Registered before the stream answered: what its client does next
+	 * is announced. */
+	cr_assert(holders_are(&one), "no registration once the stream is open");
+	struct sse *b = sse_open(s, NS "/events", NULL, 0, NULL);
+	wait_open(b);
+	cr_assert(th_wait_until(WAIT_MS, holders_are, &two),
+		  "the second stream is not counted");
+	sse_close(a);
+	sse_close(b);
+	cr_assert(th_wait_until(WAIT_MS, holders_are, &none),
+		  "still registered after the last stream closed");
 }
 
 Test(sse, shutdown)
