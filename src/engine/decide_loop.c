@@ -29,6 +29,8 @@ struct decide_loop {
 	struct metric *m_decisions;
 	struct metric *m_failures;
 	bool system_enqueued; /* this batch queued a system task */
+	bool guarded;         /* the next batch takes savepoints */
+	long long decisions;  /* applied in this batch, counted at commit */
 };
 
 static pthread_mutex_t loops_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -163,20 +165,33 @@ listed(const json_t *ids, const char *id)
 	return false;
 }
 
-/* Evaluates and applies one workflow under a savepoint.  False only when
- * the savepoint machinery itself failed (the batch is then lost). */
-static bool
+enum eval_result {
+	EVAL_OK,   /* applied, skipped, or (guarded) postponed */
+	EVAL_REDO, /* (unguarded) something failed: redo the batch guarded */
+	EVAL_LOST, /* the transaction is lost (a savepoint failed) */
+};
+
+/*
+ * Evaluates and applies one workflow.  Batches are optimistic: nothing
+ * fails in nearly all of them, so an evaluation takes no savepoint of its
+ * own (two round trips fewer each).  When one does fail, the batch is
+ * rolled back and done again `guarded`: each evaluation under a savepoint,
+ * a failed one rolled back to it and postponed while the others commit.
+ * A version guard that fails writes nothing, guarded or not (the
+ * evaluation is simply done again in a later batch).
+ */
+static enum eval_result
 evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
-	     const struct wf_def *def, json_t *queues, json_t *touched,
-	     struct err *e)
+	     const struct wf_def *def, bool guarded, json_t *queues,
+	     json_t *touched, struct err *e)
 {
 	/* An earlier evaluation of this batch changed it (a child of it
 	 * ended): what was loaded is stale.  It stays queued (that change
 	 * enqueued it) for the next batch. */
 	if (listed(touched, x->id))
-		return true;
-	if (!decide_savepoint(dl->db, e))
-		return false;
+		return EVAL_OK;
+	if (guarded && !decide_savepoint(dl->db, e))
+		return EVAL_LOST;
 	struct err we = ERR_INIT;
 	bool ok = true;
 	if (!def) {
@@ -218,12 +233,22 @@ evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
 			if (k && k->exec == TASK_EXEC_SYSTEM)
 				dl->system_enqueued = true;
 		}
-		metric_add(dl->m_decisions, 1);
+		dl->decisions++;
 	}
 	decision_free(&d);
 	release_lookups(&lk);
+	if (!guarded) {
+		if (ok)
+			return EVAL_OK;
+		log_warn("decider",
+			 "workflow %s: %s (its batch is done again, each "
+			 "evaluation apart)",
+			 x->id, we.msg);
+		return EVAL_REDO;
+	}
 	if (ok && applied)
-		return decide_release_savepoint(dl->db, e);
+		return decide_release_savepoint(dl->db, e) ? EVAL_OK
+							   : EVAL_LOST;
 
 	decide_rollback_savepoint(dl->db);
 	if (!ok) {
@@ -233,11 +258,11 @@ evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
 		log_error("decider", "workflow %s: %s (evaluation postponed)",
 			  x->id, we.msg);
 		if (!decide_postpone(dl->db, x->id, POSTPONE_MS, "failed", e))
-			return false;
+			return EVAL_LOST;
 	}
 	/* Not applied: the version changed; it stays queued and is evaluated
 	 * again in a later batch. */
-	return decide_release_savepoint(dl->db, e);
+	return decide_release_savepoint(dl->db, e) ? EVAL_OK : EVAL_LOST;
 }
 
 static enum loop_result
@@ -283,17 +308,32 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	}
 	json_t *queues = json_array();
 	json_t *touched = json_array();
+	bool guarded = dl->guarded;
+	dl->guarded = false;
 	bool ok = decide_load_tasks(dl->db, &b, refs, e);
-	for (size_t i = 0; ok && i < b.n; i++)
-		ok = evaluate_one(dl, &b.items[i], defs[i].wf, queues, touched,
-				  e);
-	ok = ok && db_commit(dl->db, e);
+	bool redo = false;
+	for (size_t i = 0; ok && !redo && i < b.n; i++) {
+		enum eval_result r = evaluate_one(dl, &b.items[i], defs[i].wf,
+						  guarded, queues, touched, e);
+		ok = r != EVAL_LOST;
+		redo = r == EVAL_REDO;
+	}
+	if (redo) { /* at once, each evaluation apart */
+		db_rollback(dl->db);
+		dl->guarded = true;
+		dl->system_enqueued = false;
+		json_array_clear(queues);
+	}
+	ok = ok && !redo && db_commit(dl->db, e);
+	if (ok)
+		metric_add(dl->m_decisions, dl->decisions);
+	dl->decisions = 0;
 	if (ok && dl->system_enqueued) /* this process's runner looks now */
 		systasks_wake();
 	dl->system_enqueued = false;
-	if (!ok)
+	if (!ok && !redo)
 		db_rollback(dl->db);
-	else if (json_array_size(queues)) {
+	else if (ok && json_array_size(queues)) {
 		/* Parked polls here are woken directly; other replicas' by one
 		 * notification for the whole batch. */
 		if (dl->opts.on_enqueued)
@@ -315,7 +355,7 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	decide_batch_free(&b);
 	/* Busy until a claim comes back empty: work may have arrived meanwhile.
 	 */
-	return ok ? LOOP_BUSY : LOOP_ERROR;
+	return ok || redo ? LOOP_BUSY : LOOP_ERROR;
 }
 
 static void

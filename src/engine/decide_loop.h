@@ -1,11 +1,12 @@
 /*
  * decide_loop — the decider engine loop: claims workflows due for
  * evaluation in batches, loads them, runs the decider (decider.h) and
- * applies each decision, one batch per transaction, one savepoint per
- * workflow.
+ * applies each decision, one batch per transaction.
  *
- * A decision that fails to apply (the database refused it) is rolled back
- * to its savepoint and the workflow's evaluation postponed by a few
+ * A decision that fails to apply (the database refused it) does not undo
+ * its batch: the batch, which takes no savepoints while nothing fails, is
+ * rolled back and done again at once with one savepoint per workflow; the
+ * failed evaluation is rolled back to its savepoint and postponed by a few
  * seconds, so one broken workflow neither undoes its batch nor spins.  A
  * decision whose version guard fails (an operator changed the workflow
  * meanwhile) is simply evaluated again.  Retries are checked against a

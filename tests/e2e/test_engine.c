@@ -1506,6 +1506,54 @@ Test(leases, batched_results_each_stand_alone)
 	json_decref(p.tasks);
 }
 
+/* A decision the database refuses (here a trigger refuses one workflow's
+ * task) does not hold back the others decided with it: they are applied,
+ * it is postponed and counted, and decided again later. */
+Test(workers, a_refused_decision_does_not_hold_back_its_batch)
+{
+	start();
+	put_task_def("rq", 0, 60);
+	put_one_task_workflow("rw", "rq");
+	th_exec(sql, "CREATE FUNCTION \"test_refuse\"() RETURNS trigger"
+		     " LANGUAGE plpgsql AS $$ BEGIN"
+		     " IF NEW.\"input\"->>'n' = '3' THEN"
+		     "   RAISE EXCEPTION 'refused by the test';"
+		     " END IF; RETURN NEW; END $$");
+	th_exec(sql, "CREATE TRIGGER \"test_refuse\" BEFORE INSERT ON"
+		     " \"TaskExecutions\" FOR EACH ROW"
+		     " EXECUTE FUNCTION \"test_refuse\"()");
+	char ids[6][37];
+	for (int i = 0; i < 6; i++)
+		start_workflow("rw", json_pack("{s:i}", "n", i), ids[i]);
+	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 5, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued),
+		  "%lld of 5 tasks queued", queued.seen);
+	struct sql_probe postponed = {
+		"SELECT count(*) FROM \"DecideQueues\" WHERE \"reason\" ="
+		" 'failed' AND \"enqueuedAt\" > now()",
+		1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &postponed),
+		  "the refused evaluation was not postponed");
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
+			     " WHERE \"workflowId\" = $1::uuid",
+			     ids[3]),
+		     0);
+	struct th_response r;
+	th_http(srv, "GET", "/metrics", NULL, 0, &r);
+	const char *line =
+		strstr(r.body, "\nnodeflow_decision_failures_total ");
+	cr_assert(line, "no failure count in /metrics");
+	cr_assert_geq(
+		atoll(line + strlen("\nnodeflow_decision_failures_total ")), 1,
+		"the refused evaluation was not counted");
+	th_response_free(&r);
+	/* Accepted again, it is decided once its postponement ends. */
+	th_exec(sql, "DROP TRIGGER \"test_refuse\" ON \"TaskExecutions\"");
+	struct sql_probe all = {"SELECT count(*) FROM \"TaskQueues\"", 6, 0};
+	cr_assert(th_wait_until(30000, sql_reaches, &all),
+		  "%lld of 6 tasks queued", all.seen);
+}
+
 /* A batch is one transaction: its results share one commit (one "endedAt",
  * the transaction's clock); a task named twice is recorded once, the
  * second answered with a conflict, as if sent after the batch. */
