@@ -113,7 +113,15 @@ xmalloc(size_t n)
 static atomic_bool server_gone;     /* too many transport errors in a row */
 static atomic_long transport_fails; /* consecutive, over every client */
 
+/* --server may list several replicas (comma-separated): each client (a
+ * starter or worker thread's connection) talks to one, round robin. */
+enum { MAX_SERVERS = 16 };
+static char *servers[MAX_SERVERS];
+static int n_servers;
+static atomic_int next_server;
+
 struct client {
+	const char *base;
 	CURL *h;
 	struct curl_slist *hdrs;
 	char *buf;
@@ -145,6 +153,7 @@ static void
 client_init(struct client *c)
 {
 	memset(c, 0, sizeof(*c));
+	c->base = servers[atomic_fetch_add(&next_server, 1) % n_servers];
 	c->h = curl_easy_init();
 	if (!c->h)
 		die("curl_easy_init failed");
@@ -174,7 +183,7 @@ static long
 http(struct client *c, const char *method, const char *path, const char *body)
 {
 	char url[1024];
-	snprintf(url, sizeof(url), "%s%s", opt.server, path);
+	snprintf(url, sizeof(url), "%s%s", c->base, path);
 	c->len = 0;
 	c->buf[0] = 0;
 	curl_easy_setopt(c->h, CURLOPT_URL, url);
@@ -557,7 +566,8 @@ usage(FILE *out)
 {
 	fprintf(out,
 		"usage: loadgen [options]\n"
-		"  --server URL        node-flow base URL (default %s)\n"
+		"  --server URL[,URL]  node-flow base URL(s); several replicas are\n"
+		"                      used round robin, per connection (default %s)\n"
 		"  --ns NAME           namespace (default default)\n"
 		"  --n N               workflows (default 20000)\n"
 		"  --tasks T           SIMPLE tasks per workflow, in sequence "
@@ -639,9 +649,18 @@ parse_args(int argc, char **argv)
 		opt.mixed = true;
 	else
 		die("--mode: \"%s\" is not phased or mixed", opt.mode);
-	size_t sl = strlen(opt.server);
-	while (sl && opt.server[sl - 1] == '/') /* no double slash */
-		((char *)opt.server)[--sl] = 0;
+	char *list = strdup(opt.server);
+	for (char *save = NULL, *u = strtok_r(list, ",", &save); u;
+	     u = strtok_r(NULL, ",", &save)) {
+		if (n_servers == MAX_SERVERS)
+			die("--server: more than %d URLs", MAX_SERVERS);
+		size_t sl = strlen(u);
+		while (sl && u[sl - 1] == '/') /* no double slash */
+			u[--sl] = 0;
+		servers[n_servers++] = u;
+	}
+	if (!n_servers)
+		die("--server: no URL");
 }
 
 int
@@ -749,8 +768,11 @@ main(int argc, char **argv)
 		 rate,
 		 *opt.setting ? "; server " : "", opt.setting);
 	char sys[64];
-	snprintf(sys, sizeof(sys), "node-flow %ld-task%s%s", opt.tasks,
-		 opt.mixed ? " mixed" : "", opt.rate > 0 ? " paced" : "");
+	char reps[32] = "";
+	if (n_servers > 1)
+		snprintf(reps, sizeof(reps), " x%d replicas", n_servers);
+	snprintf(sys, sizeof(sys), "node-flow %ld-task%s%s%s", opt.tasks,
+		 opt.mixed ? " mixed" : "", opt.rate > 0 ? " paced" : "", reps);
 
 	printf("%s [%s] N=%ld: e2e %.1f wf/s | enqueue %.1f/s (%.2f s) | "
 	       "drain %.1f/s (%.2f s) | tasks/s drain %.1f e2e %.1f | "

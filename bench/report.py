@@ -34,9 +34,12 @@ def main(path):
     shape = None
     for line in open(path, errors="replace"):
         line = line.rstrip("\n")
-        m = re.match(r"== node-flow (\d+)-task workflows \(N=\d+, ([\w ]+?)(?: rate=[\d.]+)?\)", line)
+        m = re.match(r"== node-flow (\d+)-task workflows \(N=\d+, ([\w ]+?)(?: rate=[\d.]+)?"
+                     r"(?: replicas=(\d+))?\)", line)
         if m:
             shape = m.group(1) + ("" if m.group(2) == "phased" else " " + m.group(2))
+            if m.group(3):
+                shape += " x" + m.group(3)
             continue
         if line.startswith("== peers"):
             shape = None
@@ -106,6 +109,10 @@ def main(path):
     target("1-task wf/s e2e vs graphile-worker (c=20) jobs/s e2e", nf1 and nf1[1], g20 and g20[1], 1.5)
     target("5-task tasks/s (drain) vs DBOS 3-step steps/s (drain)", nf5 and steps_per_s(nf5),
            d3 and steps_per_s(d3), 3)
+    for r in results:
+        m = re.match(r"node-flow 1-task x(\d+) replicas$", r[0])
+        if m and nf1:
+            target(f"1-task wf/s e2e on {m.group(1)} replicas vs on 1", r[1], nf1[1], 0.9)
     if nf5 and d3:
         n5, nd = notes(nf5), notes(d3)
         target("5-task tasks/s e2e vs DBOS 3-step steps/s e2e", num(n5.get("tasks_per_s_e2e")),

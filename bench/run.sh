@@ -9,6 +9,8 @@
 #            --mixed-n N (the extra 1-task run with starters and workers at once, for latency: N
 #            workflows paced at --rate R starts/s; 0 = skip; default 750 at 25/s)
 #            --no-peers  --only "1 5" (node-flow shapes to run)
+#            --replicas K  also run the 1-task shape on K server replicas sharing the database
+#            (loadgen spreads its connections over them), to compare with one
 #
 # Steps: build node-flow (meson, -O2, in bench/.build so it never races a `make` in build/) and
 # bench/loadgen; start the cluster with shared/bench/pg.sh (port 55433, the peers' fixed
@@ -42,6 +44,7 @@ MIXED_N=750
 MIXED_RATE=25
 PEERS=1
 SHAPES="1 5"
+REPLICAS=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) N=5000 ;;
@@ -52,13 +55,14 @@ while [ $# -gt 0 ]; do
     --n=*) N="${1#--n=}" ;;
     --no-peers) PEERS=0 ;;
     --only) SHAPES="$2"; shift ;;
+    --replicas) REPLICAS="$2"; shift ;;
     -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 N5="${N5:-$(( N < 5000 ? N : 5000 ))}"
-NF_SERVER_FLAGS="${NF_SERVER_FLAGS:---http-threads 4 --db-pool-size 16 --decider-threads 1 --decider-batch 256}"
+NF_SERVER_FLAGS="${NF_SERVER_FLAGS:---http-threads 4 --db-pool-size 16 --decider-threads 2 --decider-batch 256}"
 NF_WORKERS="${NF_WORKERS:-16}"
 NF_BATCH="${NF_BATCH:-100}"
 NF_WAIT_MS="${NF_WAIT_MS:-1000}"
@@ -71,6 +75,7 @@ STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
 LOG="$BENCH_RESULTS/run-$STAMP.log"
 WORK="$(mktemp -d /tmp/nfb-run.XXXXXX)"
 SERVER_PID=""
+EXTRA_PIDS=""
 SAMPLER_PID=""
 
 cleanup() {
@@ -83,6 +88,7 @@ cleanup() {
     kill -9 "$SERVER_PID" 2>/dev/null
   fi
   SERVER_PID=""
+  for p in $EXTRA_PIDS; do kill -9 "$p" 2>/dev/null; done
   "$SHARED/pg.sh" stop >/dev/null 2>&1 || true
   rm -rf "$WORK"
   exit $rc
@@ -111,25 +117,38 @@ cp "$NF_BIN" "$WORK/nfsrv"
 "$SHARED/pg.sh" start 2>&1 | tee -a "$LOG"
 
 # ------------------------------------------------------------- node-flow
-start_server() { # db
+start_one() { # db suffix -> sets ONE_PID ONE_URL
   # info: a signalled shutdown logs "shutting down"; a crash leaves a core in $BENCH_RESULTS.
   (cd "$BENCH_RESULTS" && ulimit -c unlimited 2>/dev/null
    exec "$WORK/nfsrv" serve --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$1" \
-    --listen 127.0.0.1:0 --log-level info $NF_SERVER_FLAGS) >"$WORK/server.out" 2>"$WORK/server.err" &
-  SERVER_PID=$!
+    --listen 127.0.0.1:0 --log-level info $NF_SERVER_FLAGS) >"$WORK/server$2.out" 2>"$WORK/server$2.err" &
+  local pid=$!
   local port=""
   for _ in $(seq 100); do
-    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$WORK/server.out")
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$WORK/server$2.out")
     [ -n "$port" ] && break
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.err"; return 1; }
+    kill -0 "$pid" 2>/dev/null || { cat "$WORK/server$2.err"; return 1; }
     sleep 0.1
   done
-  [ -n "$port" ] || { echo "run.sh: server did not start" >&2; cat "$WORK/server.err"; return 1; }
+  [ -n "$port" ] || { echo "run.sh: server did not start" >&2; cat "$WORK/server$2.err"; return 1; }
   for _ in $(seq 100); do
     curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
     sleep 0.1
   done
-  SERVER_URL="http://127.0.0.1:$port"
+  ONE_PID=$pid
+  ONE_URL="http://127.0.0.1:$port"
+}
+
+start_server() { # db [replicas]: SERVER_PID is the first, SERVER_URL lists them all
+  start_one "$1" "" || return 1
+  SERVER_PID=$ONE_PID
+  SERVER_URL=$ONE_URL
+  local k
+  for k in $(seq 2 "${2:-1}"); do
+    start_one "$1" "$k" || return 1
+    EXTRA_PIDS="$EXTRA_PIDS $ONE_PID"
+    SERVER_URL="$SERVER_URL,$ONE_URL"
+  done
 }
 
 stop_server() {
@@ -141,24 +160,27 @@ stop_server() {
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
   fi
+  for p in $EXTRA_PIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  EXTRA_PIDS=""
   SERVER_PID=""
   grep -iE 'error|warn' "$WORK/server.err" | sed 's/^[^ ]* //' | sort | uniq -c | sort -rn | head -5 |
     sed 's/^/# server log: /' | tee -a "$LOG" || true
 }
 
-run_nodeflow() { # tasks n mode [rate]
-  local t="$1" n="$2" mode="$3" rate="${4:-0}" db="nfbench_$1" key="$1"
+run_nodeflow() { # tasks n mode [rate [replicas]]
+  local t="$1" n="$2" mode="$3" rate="${4:-0}" reps="${5:-1}" db="nfbench_$1" key="$1"
   [ "$mode" = phased ] || key="$1 $mode"
   [ "$rate" = 0 ] || key="$key paced"
+  [ "$reps" = 1 ] || key="$key x$reps"
   psql -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
   "$WORK/nfsrv" migrate --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$db" >/dev/null
-  start_server "$db"
+  start_server "$db" "$reps"
   "$HERE/sample.sh" "$db" >"$WORK/sample-$t.txt" 2>/dev/null &
   SAMPLER_PID=$!
-  log "== node-flow $t-task workflows (N=$n, $mode$([ "$rate" = 0 ] || echo " paced") rate=$rate) at $SERVER_URL =="
+  log "== node-flow $t-task workflows (N=$n, $mode$([ "$rate" = 0 ] || echo " paced") rate=$rate$([ "$reps" = 1 ] || echo " replicas=$reps")) at $SERVER_URL =="
   NF_PID="$SERVER_PID" NF_DB="$db" "$HERE/loadgen" --server "$SERVER_URL" --n "$n" --tasks "$t" \
     --workers "$NF_WORKERS" --batch "$NF_BATCH" --wait-ms "$NF_WAIT_MS" --concurrency "$NF_CONC" \
-    --mode "$mode" --rate "$rate" --setting "$NF_SERVER_FLAGS" --hook "$HERE/probe.sh" 2>&1 | tee -a "$LOG" ||
+    --mode "$mode" --rate "$rate" --setting "$NF_SERVER_FLAGS$([ "$reps" = 1 ] || echo " x$reps replicas")" --hook "$HERE/probe.sh" 2>&1 | tee -a "$LOG" ||
     log "# loadgen failed"
   kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null || true; SAMPLER_PID=""
   # What the database wrote per table (partitions folded into their parent).
@@ -179,6 +201,7 @@ done
 # Starters (paced) and workers at once: the run whose enqueue->worker latency is the engine's
 # own delay (decider + long-poll wake), not time spent behind a backlog.
 if [ "$MIXED_N" -gt 0 ]; then run_nodeflow 1 "$MIXED_N" mixed "$MIXED_RATE"; fi
+if [ "$REPLICAS" -gt 1 ]; then run_nodeflow 1 "$N" "$NF_MODE" 0 "$REPLICAS"; fi
 
 # ------------------------------------------------------------------ peers
 if [ "$PEERS" = 1 ]; then
