@@ -151,7 +151,12 @@ apply_subflows(const struct loaded_execution *x, struct db *db,
 	if (!status || strcmp(status, "RUNNING") == 0 ||
 	    strcmp(status, "PAUSED") == 0)
 		return true;
-	return subflows_workflow_ended(db, x->ns_id, x->id, true, touched, e);
+	/* Only a failure starts the failure workflow: a completed one need
+	 * not look its definition up. */
+	bool failed = strcmp(status, "FAILED") == 0 ||
+		      strcmp(status, "TIMED_OUT") == 0;
+	return subflows_workflow_ended(db, x->ns_id, x->id, failed, touched,
+				       e);
 }
 
 static bool
