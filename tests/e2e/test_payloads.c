@@ -26,9 +26,11 @@
  *             outputs given through the native and Conductor routes, and
  *             an asyncComplete task's parked output merged with the
  *             API's, likewise (the replaced parked payload is collected).
- *             Above the maximum: a completion gets 413 and the task stays
- *             open, a parked output or a started input fails its task,
- *             a failure workflow starts without the failed input.
+ *             A Conductor IN_PROGRESS update's output and a rerun's new
+ *             inputs likewise.  Above the maximum: a completion, an
+ *             IN_PROGRESS update or a rerun gets 413 and nothing changes,
+ *             a parked output or a started input fails its task, a
+ *             failure workflow starts without the failed input.
  *
  * Every test gets its own database and server; waits have deadlines.
  */
@@ -1220,6 +1222,21 @@ post_raw(const char *path, const char *body, long status)
 	return call("POST", path, body, status);
 }
 
+/* POST of body (taken) to a route that answers text; its status. */
+static long
+post_text(const char *path, json_t *body)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	struct th_response r;
+	th_http(srv, "POST", path, text, strlen(text), &r);
+	free(text);
+	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	long status = r.status;
+	th_response_free(&r);
+	return status;
+}
+
 /* Above --payload-max-bytes: a gate's completion is refused with 413 (the
  * task stays open), an asyncComplete task's parked output and a started
  * workflow's input fail their task, and a failure workflow starts without
@@ -1350,4 +1367,90 @@ Test(payloads, gates_and_starts_above_the_maximum)
 	free(d3);
 	free(big);
 	free(d);
+}
+
+/* A Conductor IN_PROGRESS update's output and a rerun's new inputs are
+ * offloaded and read back; above the maximum each is refused with 413. */
+Test(payloads, progress_and_rerun_inputs_offloaded)
+{
+	const char *flags[] = {"--payload-offload-bytes", "1024",
+			       "--payload-max-bytes", "4096", NULL};
+	start_with(flags);
+	put_task_def("lookup");
+	put_def_text("{\"name\":\"one2\",\"version\":1,\"tasks\":[{\"name\":"
+		     "\"lookup\",\"taskReferenceName\":\"a\","
+		     "\"inputParameters\":{\"x\":\"${workflow.input.x}\"}}]}");
+	char *d = big_text(2000, 61), *big = big_text(10000, 62);
+	char id[37];
+	start_workflow("one2", json_pack("{s:s}", "x", "small"), id);
+	json_t *t = poll_one("lookup");
+	char task_id[37];
+	snprintf(task_id, sizeof(task_id), "%s", str_at(t, "id"));
+	json_decref(t);
+
+	/* IN_PROGRESS with progress: offloaded, read back; too large: 413. */
+	cr_assert_eq(post_text("/api/tasks",
+			       json_pack("{s:s,s:s,s:s,s:b,s:{s:s}}", "taskId",
+					 task_id, "workflowInstanceId", id,
+					 "status", "IN_PROGRESS", "extendLease",
+					 1, "outputData", "p", d)),
+		     200, "%s", last_body);
+	cr_assert(task_offloaded(task_id, "output"),
+		  "IN_PROGRESS: the progress is kept in its row");
+	char path[256];
+	snprintf(path, sizeof(path), "/api/tasks/%s", task_id);
+	t = get_path(path);
+	cr_assert(data_is(json_object_get(t, "outputData"), "p", d),
+		  "Conductor GET task: the progress does not read back");
+	json_decref(t);
+	cr_assert_eq(post_text("/api/tasks",
+			       json_pack("{s:s,s:s,s:s,s:b,s:{s:s}}", "taskId",
+					 task_id, "workflowInstanceId", id,
+					 "status", "IN_PROGRESS", "extendLease",
+					 1, "outputData", "p", big)),
+		     413, "%s", last_body);
+	cr_assert(strstr(last_body, "exceeds the payload maximum of 4096"),
+		  "%s", last_body);
+	json_t *v;
+	cr_assert_eq(complete("lookup", task_id, json_object()), 200, "%s",
+		     last_body);
+	json_decref(wait_status(id, "COMPLETED"));
+
+	/* Rerun with new inputs: offloaded, read back. */
+	snprintf(path, sizeof(path), NS "/workflows/%s/rerun", id);
+	json_decref(
+		callj("POST", path, 200,
+		      json_pack("{s:s,s:{s:s},s:{s:s}}", "taskRefName", "a",
+				"workflowInput", "x", d, "taskInput", "y", d)));
+	cr_assert(exec_offloaded(id),
+		  "rerun: the workflow input is in its row");
+	t = poll_one("lookup");
+	snprintf(task_id, sizeof(task_id), "%s", str_at(t, "id"));
+	cr_assert(data_is(json_object_get(t, "input"), "y", d),
+		  "rerun: the task input does not read back");
+	json_decref(t);
+	cr_assert(task_offloaded(task_id, "input"),
+		  "rerun: the task input is kept in its row");
+	json_t *wf = get_workflow(id);
+	cr_assert(data_is(json_object_get(wf, "input"), "x", d),
+		  "rerun: the workflow input does not read back");
+	json_decref(wf);
+	cr_assert_eq(complete("lookup", task_id, json_object()), 200, "%s",
+		     last_body);
+	json_decref(wait_status(id, "COMPLETED"));
+
+	/* Too large: 413, the workflow stays as it was. */
+	v = callj("POST", path, 413,
+		  json_pack("{s:s,s:{s:s}}", "taskRefName", "a",
+			    "workflowInput", "x", big));
+	cr_assert(strstr(str_at(json_object_get(v, "error"), "message"),
+			 "workflow input of 10"),
+		  "%s", last_body);
+	json_decref(v);
+	wf = get_workflow(id);
+	cr_assert_str_eq(str_at(wf, "status"), "COMPLETED");
+	cr_assert(data_is(json_object_get(wf, "input"), "x", d));
+	json_decref(wf);
+	free(d);
+	free(big);
 }
