@@ -9,6 +9,7 @@
 #include "store/actions_repo.h"
 #include "store/db.h"
 #include "store/decide_repo.h"
+#include "store/payload_repo.h"
 #include "store/subflows_repo.h"
 #include "util/json.h"
 #include "util/mem.h"
@@ -769,6 +770,23 @@ start_row(const char *id, const struct wf_def *def, const json_t *snapshot,
 	return r;
 }
 
+/* A start row's input to the payload store when it is large ("inputRef"
+ * set to its reference); false with ERR_TOO_LARGE above the maximum. */
+static bool
+offload_input(struct db *db, const char *ns_id, json_t *row, struct err *e)
+{
+	json_t *in = json_incref(json_object_get(row, "input"));
+	char ref[48];
+	bool ok =
+		payload_offload_json(db, ns_id, "workflow input", &in, ref, e);
+	if (ok && ref[0]) {
+		json_object_set(row, "input", in);
+		json_object_set_new(row, "inputRef", json_string(ref));
+	}
+	json_decref(in);
+	return ok;
+}
+
 static void
 finish(json_t *finish_rows, const char *task_id, const char *status,
        json_t *output, const char *reason)
@@ -827,19 +845,30 @@ resolve_start(struct db *db, const struct loaded_execution *x,
 		return true;
 	}
 	const char *id = json_string_value(json_object_get(s, "id"));
-	json_array_append_new(
-		starts,
-		start_row(
-			id, def, inl, json_object_get(s, "input"),
-			json_string_value(json_object_get(s, "correlationId")),
-			(int)json_integer_value(json_object_get(s, "priority")),
-			parent ? x->id : NULL, parent ? task_id : NULL,
-			task_id));
+	json_t *start = start_row(
+		id, def, inl, json_object_get(s, "input"),
+		json_string_value(json_object_get(s, "correlationId")),
+		(int)json_integer_value(json_object_get(s, "priority")),
+		parent ? x->id : NULL, parent ? task_id : NULL, task_id);
+	defcache_release(&ref);
+	wf_def_free(own);
+	/* An input above the payload maximum fails the task for good: the
+	 * same input would be refused on every retry. */
+	struct err pe = ERR_INIT;
+	if (!offload_input(db, x->ns_id, start, &pe)) {
+		json_decref(start);
+		if (pe.code != ERR_TOO_LARGE) {
+			*e = pe;
+			return false;
+		}
+		finish(finish_rows, task_id, "FAILED_WITH_TERMINAL_ERROR", NULL,
+		       pe.msg);
+		return true;
+	}
+	json_array_append_new(starts, start);
 	if (!parent)
 		finish(finish_rows, task_id, "COMPLETED",
 		       json_pack("{s:s}", "workflowId", id), NULL);
-	defcache_release(&ref);
-	wf_def_free(own);
 	return true;
 }
 
@@ -915,11 +944,14 @@ subflows_apply(struct db *db, const struct loaded_execution *x,
 
 /* The failure workflow's input, as Conductor shapes it: the failed
  * workflow's input with workflowId, reason, failureStatus, failureTaskId
- * and failedWorkflow on top. */
+ * and failedWorkflow on top.  With omitted (why), the failed workflow's
+ * input is left out of both places and "inputOmitted" says why. */
 static json_t *
-failure_input(const char *id, const struct subflows_ended *x)
+failure_input(const char *id, const struct subflows_ended *x,
+	      const char *omitted)
 {
-	json_t *orig = x->input ? json_loads(x->input, 0, NULL) : NULL;
+	json_t *orig =
+		x->input && !omitted ? json_loads(x->input, 0, NULL) : NULL;
 	json_t *in =
 		json_is_object(orig) ? json_deep_copy(orig) : json_object();
 	json_object_set_new(in, "workflowId", json_string(id));
@@ -929,10 +961,12 @@ failure_input(const char *id, const struct subflows_ended *x)
 	if (x->failed_task_id)
 		json_object_set_new(in, "failureTaskId",
 				    json_string(x->failed_task_id));
-	json_t *fw = json_pack("{s:s,s:s,s:i,s:s,s:o}", "workflowId", id,
+	json_t *fw = json_pack("{s:s,s:s,s:i,s:s}", "workflowId", id,
 			       "workflowType", x->def_name, "version",
-			       x->def_version, "status", x->status, "input",
-			       orig ? json_incref(orig) : json_object());
+			       x->def_version, "status", x->status);
+	if (!omitted)
+		json_object_set_new(fw, "input",
+				    orig ? json_incref(orig) : json_object());
 	json_object_set_new(fw, "reasonForIncompletion",
 			    x->reason ? json_string(x->reason) : json_null());
 	json_object_set_new(fw, "correlationId",
@@ -942,8 +976,45 @@ failure_input(const char *id, const struct subflows_ended *x)
 			    x->failed_ref ? json_string(x->failed_ref)
 					  : json_null());
 	json_object_set_new(in, "failedWorkflow", fw);
+	if (omitted)
+		json_object_set_new(in, "inputOmitted", json_string(omitted));
 	json_decref(orig);
 	return in;
+}
+
+/*
+ * The row that starts failure workflow fid, its input offloaded when it is
+ * large.  The input holds the failed workflow's input twice, so it can be
+ * above the payload maximum when that one was not: the failure workflow
+ * then starts without it (it can read it by workflowId) rather than not at
+ * all.  NULL with e set when it cannot be started.
+ */
+static json_t *
+failure_start(struct db *db, const char *id, const struct subflows_ended *x,
+	      const struct wf_def *fdef, const char *fid, struct err *e)
+{
+	char why[sizeof(e->msg)] = "";
+	for (int pass = 0; pass < 2; pass++) {
+		json_t *input = failure_input(id, x, pass ? why : NULL);
+		json_t *row =
+			start_row(fid, fdef, NULL, input, x->correlation_id,
+				  x->priority, NULL, NULL, NULL);
+		json_decref(input);
+		struct err pe = ERR_INIT;
+		if (offload_input(db, x->ns_id, row, &pe))
+			return row;
+		json_decref(row);
+		if (pe.code != ERR_TOO_LARGE || pass) {
+			*e = pe;
+			return NULL;
+		}
+		snprintf(why, sizeof(why), "%s", pe.msg);
+		log_warn("subflows",
+			 "workflow %s: its failure workflow %s starts without "
+			 "its input: %s",
+			 id, fid, why);
+	}
+	return NULL;
 }
 
 static bool
@@ -981,23 +1052,33 @@ start_failure_workflow(struct db *db, const char *id, json_t *enqueued,
 				      &de)) {
 			char fid[37];
 			uuid_v7(fid);
-			json_t *input = failure_input(id, &x);
-			json_t *rows = json_array();
-			json_array_append_new(
-				rows, start_row(fid, fref.wf, NULL, input,
-						x.correlation_id, x.priority,
-						NULL, NULL, NULL));
-			json_decref(input);
-			char *text = json_db_text(rows);
-			json_decref(rows);
-			int n = 0;
-			ok = subflows_start_executions(db, x.ns_id, NULL, text,
-						       &n, e) &&
-			     subflows_set_failure_workflow(db, id, fid, e);
-			free(text);
-			if (ok)
-				json_array_append_new(enqueued,
-						      json_string(fid));
+			struct err se = ERR_INIT;
+			json_t *row =
+				failure_start(db, id, &x, fref.wf, fid, &se);
+			if (row) {
+				json_t *rows = json_array();
+				json_array_append_new(rows, row);
+				char *text = json_db_text(rows);
+				json_decref(rows);
+				int n = 0;
+				ok = subflows_start_executions(
+					     db, x.ns_id, NULL, text, &n, e) &&
+				     subflows_set_failure_workflow(db, id, fid,
+								   e);
+				free(text);
+				if (ok)
+					json_array_append_new(enqueued,
+							      json_string(fid));
+			} else if (se.code != ERR_TOO_LARGE) {
+				*e = se;
+				ok = false;
+			} else {
+				log_warn("subflows",
+					 "workflow %s %s: its failureWorkflow "
+					 "%s could not be started: %s",
+					 id, x.status, def->failure_workflow,
+					 se.msg);
+			}
 		} else {
 			log_warn("subflows",
 				 "workflow %s %s: its failureWorkflow %s could "

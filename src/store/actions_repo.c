@@ -1,5 +1,6 @@
 #include "store/actions_repo.h"
 
+#include "store/payload_repo.h"
 #include "store/sql.h"
 #include "store/sqlfrag.h"
 #include "util/uuid.h"
@@ -263,7 +264,7 @@ DB_STMT(action_rerun_stmt,
 			    "   \"version\" = e.\"version\" + 1, \"output\" = '{}',"
 			    "   \"outputRef\" = NULL,"
 			    "   \"input\" = coalesce($5::jsonb, e.\"input\"),"
-			    "   \"inputRef\" = CASE WHEN $5::jsonb IS NULL THEN e.\"inputRef\" END,"
+			    "   \"inputRef\" = CASE WHEN $5::jsonb IS NULL THEN e.\"inputRef\" ELSE $7 END,"
 			    "   \"reasonForIncompletion\" = NULL, \"failedTaskRef\" = NULL,"
 			    "   \"endedAt\" = NULL, \"updatedAt\" = now(),"
 			    "   \"eventSeq\" = e.\"eventSeq\" + 2"
@@ -286,7 +287,7 @@ DB_STMT(action_rerun_stmt,
 						"   pivot.\"iteration\", pivot.\"attempt\" + 1, 'SCHEDULED',"
 						"   coalesce($4::jsonb, pivot.\"input\"), pivot.\"queueName\","
 						"   clock_timestamp(), now(), NULL,"
-						"   CASE WHEN $4::jsonb IS NULL THEN pivot.\"inputRef\" END"
+						"   CASE WHEN $4::jsonb IS NULL THEN pivot.\"inputRef\" ELSE $8 END"
 						"   FROM pivot, w"
 						"   RETURNING \"id\", \"queueName\", \"taskType\", \"refName\","
 						"   \"attempt\"),"
@@ -395,11 +396,33 @@ bool
 action_rerun(struct db *db, const char *ns_id, const char *id, const char *ref,
 	     const char *task_input, const char *workflow_input, struct err *e)
 {
+	/* New inputs go to the payload store when large, as a start's;
+	 * one above the maximum is refused before anything changes. */
+	char *wstored = NULL, *tstored = NULL;
+	char wref[48] = "", tref[48] = "";
+	if (workflow_input &&
+	    !payload_offload(db, ns_id, "workflow input", workflow_input,
+			     strlen(workflow_input), &wstored, wref, e))
+		return false;
+	if (task_input &&
+	    !payload_offload(db, ns_id, "task input", task_input,
+			     strlen(task_input), &tstored, tref, e)) {
+		free(wstored);
+		return false;
+	}
 	char task_id[37];
 	uuid_v7(task_id);
-	const char *params[] = {ns_id,          id,     ref, task_input,
-				workflow_input, task_id};
-	PGresult *res = db_exec(db, &action_rerun_stmt, 6, params, e);
+	const char *params[] = {ns_id,
+				id,
+				ref,
+				tstored ? tstored : task_input,
+				wstored ? wstored : workflow_input,
+				task_id,
+				wref[0] ? wref : NULL,
+				tref[0] ? tref : NULL};
+	PGresult *res = db_exec(db, &action_rerun_stmt, 8, params, e);
+	free(wstored);
+	free(tstored);
 	if (!res)
 		return false;
 	bool found = !PQgetisnull(res, 0, 0);

@@ -42,7 +42,9 @@ bool action_restart(struct db *db, const char *ns_id, const char *id,
 		    struct err *e);
 /* An ended workflow runs again from task `ref`: that task and the ones
  * scheduled after it are removed and the task scheduled anew (task_input
- * and workflow_input: JSON text replacing the inputs, or NULL). */
+ * and workflow_input: JSON text replacing the inputs, or NULL; a large one
+ * goes to the payload store, one above the maximum is refused with
+ * ERR_TOO_LARGE and nothing changes). */
 bool action_rerun(struct db *db, const char *ns_id, const char *id,
 		  const char *ref, const char *task_input,
 		  const char *workflow_input, struct err *e);

@@ -369,7 +369,8 @@ cond_running_json(struct db *db, const char *ns_id, const char *name,
 
 DB_STMT(cond_task_progress_stmt,
 	"UPDATE \"TaskExecutions\" SET \"output\" = $4::jsonb,"
-	" \"updatedAt\" = now() WHERE \"namespaceId\" = $1::uuid"
+	" \"outputRef\" = $5, \"updatedAt\" = now()"
+	" WHERE \"namespaceId\" = $1::uuid"
 	" AND \"workflowId\" = $2::uuid AND \"id\" = $3::uuid"
 	" AND \"status\" IN ('SCHEDULED', 'IN_PROGRESS')");
 
@@ -377,8 +378,15 @@ bool
 cond_task_progress(struct db *db, const char *ns_id, const char *wf_id,
 		   const char *task_id, const char *output_json, struct err *e)
 {
-	const char *p[] = {ns_id, wf_id, task_id, output_json};
-	PGresult *res = db_exec(db, &cond_task_progress_stmt, 4, p, e);
+	char *stored = NULL;
+	char ref[48];
+	if (!payload_offload(db, ns_id, "task output", output_json,
+			     strlen(output_json), &stored, ref, e))
+		return false;
+	const char *p[] = {ns_id, wf_id, task_id, stored ? stored : output_json,
+			   ref[0] ? ref : NULL};
+	PGresult *res = db_exec(db, &cond_task_progress_stmt, 5, p, e);
+	free(stored);
 	if (!res)
 		return false;
 	bool ok = strcmp(PQcmdTuples(res), "1") == 0;

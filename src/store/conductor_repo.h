@@ -89,7 +89,9 @@ bool cond_running_json(struct db *db, const char *ns_id, const char *name,
 		       int version, char **json_out, struct err *e);
 
 /* Replaces the output of a task that has not finished (an IN_PROGRESS
- * update's progress); false with ERR_CONFLICT when it has. */
+ * update's progress); false with ERR_CONFLICT when it has.  A large output
+ * goes to the payload store; one above the maximum is refused
+ * (ERR_TOO_LARGE) and nothing changes. */
 bool cond_task_progress(struct db *db, const char *ns_id, const char *wf_id,
 			const char *task_id, const char *output_json,
 			struct err *e);

@@ -506,7 +506,8 @@ DB_STMT(queue_park_stmt,
 	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = $2::uuid"
 	"   AND q.\"leasedBy\" = $3 FOR UPDATE),"
 	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'IN_PROGRESS',"
-	"   \"output\" = $4::jsonb, \"updatedAt\" = now() FROM l"
+	"   \"output\" = $4::jsonb, \"outputRef\" = $5,"
+	"   \"updatedAt\" = now() FROM l"
 	"   WHERE te.\"workflowId\" = l.\"workflowId\" AND te.\"id\" = $2::uuid"
 	"   AND te.\"status\" IN ('SCHEDULED', 'IN_PROGRESS')"
 	"   AND EXISTS (SELECT 1 FROM \"WorkflowExecutions\" e"
@@ -523,8 +524,32 @@ bool
 queue_park(struct db *db, const char *queue, const char *task_id,
 	   const char *worker, const char *output, bool *parked, struct err *e)
 {
-	const char *params[] = {queue, task_id, worker, output};
-	PGresult *res = db_exec(db, &queue_park_stmt, 4, params, e);
+	/* A large output goes to the payload store, as a result's does; one
+	 * above the maximum is not parked, and the result that follows fails
+	 * the task. */
+	char *stored = NULL;
+	char ref[48] = "";
+	size_t len = strlen(output);
+	*parked = false;
+	if (len > (size_t)payload_offload_bytes()) {
+		if (len > (size_t)payload_max_bytes())
+			return true;
+		const char *qparams[] = {queue, task_id};
+		PGresult *ns =
+			db_exec(db, &queue_namespace_stmt, 2, qparams, e);
+		if (!ns)
+			return false;
+		bool ok = PQntuples(ns) != 1 ||
+			  payload_offload(db, PQgetvalue(ns, 0, 0), "output",
+					  output, len, &stored, ref, e);
+		PQclear(ns);
+		if (!ok)
+			return false;
+	}
+	const char *params[] = {queue, task_id, worker,
+				stored ? stored : output, ref[0] ? ref : NULL};
+	PGresult *res = db_exec(db, &queue_park_stmt, 5, params, e);
+	free(stored);
 	if (!res)
 		return false;
 	*parked = strcmp(PQgetvalue(res, 0, 0), "0") != 0;

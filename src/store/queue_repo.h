@@ -144,7 +144,9 @@ bool queue_results(struct db *db, const char *queue, const char *batch,
  * it again, no lease runs out) until the API completes or fails it.
  * *parked is false, and nothing changes, when the task is not declared
  * asyncComplete in its workflow's definition or the lease is not
- * worker's: the caller then records an ordinary result. */
+ * worker's, or the output is above the payload maximum: the caller then
+ * records an ordinary result (which fails the task when it is too large).
+ * A large output goes to the payload store, as a result's does. */
 bool queue_park(struct db *db, const char *queue, const char *task_id,
 		const char *worker, const char *output, bool *parked,
 		struct err *e);

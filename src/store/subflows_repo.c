@@ -3,7 +3,10 @@
 #include "store/payload_repo.h"
 #include "store/sql.h"
 #include "store/sqlfrag.h"
+#include "util/json.h"
 #include "util/mem.h"
+
+#include <jansson.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +33,7 @@ DB_STMT(subflows_start_stmt,
 	"   \"input\" jsonb, \"variables\" jsonb, \"correlationId\" text,"
 	"   \"priority\" int, \"parentWorkflowId\" uuid, \"parentTaskId\" uuid,"
 	"   \"timeoutSeconds\" bigint, \"timeoutPolicy\" text,"
-	"   \"guardTaskId\" uuid)),"
+	"   \"guardTaskId\" uuid, \"inputRef\" text)),"
 	" g AS (SELECT r.* FROM r WHERE r.\"guardTaskId\" IS NULL OR EXISTS"
 	"   (SELECT 1 FROM \"TaskExecutions\" t WHERE t.\"workflowId\" = $3::uuid"
 	"   AND t.\"id\" = r.\"guardTaskId\")),"
@@ -40,12 +43,13 @@ DB_STMT(subflows_start_stmt,
 	" w AS (INSERT INTO \"WorkflowExecutions\" (\"id\", \"namespaceId\","
 	"   \"defName\", \"defVersion\", \"definition\", \"status\", \"input\","
 	"   \"variables\", \"correlationId\", \"priority\", \"parentWorkflowId\","
-	"   \"parentTaskId\", \"eventSeq\", \"startedAt\", \"updatedAt\")"
+	"   \"parentTaskId\", \"eventSeq\", \"startedAt\", \"updatedAt\","
+	"   \"inputRef\")"
 	"   SELECT g.\"id\", $1::uuid, g.\"defName\", g.\"defVersion\","
 	"   g.\"definition\", 'RUNNING', coalesce(g.\"input\", '{}'),"
 	"   coalesce(g.\"variables\", '{}'), g.\"correlationId\","
 	"   coalesce(g.\"priority\", 0), g.\"parentWorkflowId\", g.\"parentTaskId\","
-	"   1, now(), now() FROM g"
+	"   1, now(), now(), g.\"inputRef\" FROM g"
 	"   RETURNING \"id\", \"namespaceId\", \"startedAt\", \"defName\","
 	"   \"defVersion\", \"correlationId\", \"parentWorkflowId\"),"
 	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
@@ -366,10 +370,9 @@ DB_STMT(subflows_gate_stmt,
 						      "   AND te.\"refName\" = $3 AND EXISTS (SELECT 1 FROM cur)"
 						      "   ORDER BY te.\"iteration\" DESC, te.\"attempt\" DESC LIMIT 1),"
 						      " t AS (UPDATE \"TaskExecutions\" te SET \"status\" = $4,"
-						      "   \"output\" = CASE WHEN $5::jsonb IS NULL THEN te.\"output\""
-						      "   WHEN jsonb_typeof(te.\"output\") = 'object' AND"
-						      "   jsonb_typeof($5::jsonb) = 'object'"
-						      "   THEN te.\"output\" || $5::jsonb ELSE $5::jsonb END,"
+						      "   \"output\" = coalesce($5::jsonb, te.\"output\"),"
+						      "   \"outputRef\" = CASE WHEN $5::jsonb IS NULL"
+						      "   THEN te.\"outputRef\" ELSE $7 END,"
 						      "   \"reasonForIncompletion\" = $6,"
 						      "   \"startedAt\" = coalesce(te.\"startedAt\", now()),"
 						      "   \"endedAt\" = now(), \"updatedAt\" = now() FROM tk"
@@ -387,15 +390,94 @@ DB_STMT(subflows_gate_stmt,
 													     " (SELECT \"status\" FROM tk), (SELECT count(*) FROM t),"
 													     " (SELECT \"gate\" FROM tk)");
 
+/* The output the gate's latest attempt has now, locked until the caller's
+ * transaction ends (a park or another completion waits for it). */
+DB_STMT(subflows_gate_output_stmt,
+	"SELECT te.\"output\"::text FROM \"TaskExecutions\" te"
+	" WHERE te.\"workflowId\" = $2::uuid AND te.\"namespaceId\" = $1::uuid"
+	" AND te.\"refName\" = $3"
+	" ORDER BY te.\"iteration\" DESC, te.\"attempt\" DESC LIMIT 1"
+	" FOR UPDATE");
+
+/*
+ * The output the gate ends with: output merged over the task's own when
+ * both are objects (its own read back if it was offloaded), else output;
+ * *final is its text as it is bound (the placeholder when it went to the
+ * payload store, ref its reference).  No task: *final is output as given.
+ */
+static bool
+gate_output(struct db *db, const char *ns_id, const char *id, const char *ref,
+	    const char *output, char **final, char pref[48], struct err *e)
+{
+	*final = NULL;
+	pref[0] = '\0';
+	const char *params[] = {ns_id, id, ref};
+	PGresult *res = db_exec(db, &subflows_gate_output_stmt, 3, params, e);
+	if (!res)
+		return false;
+	char *have =
+		PQntuples(res) == 1 ? xstrdup(PQgetvalue(res, 0, 0)) : NULL;
+	PQclear(res);
+	if (have && !payload_resolve_text(db, &have, e)) {
+		free(have);
+		return false;
+	}
+	json_t *given = json_loads(output, JSON_DECODE_ANY, NULL);
+	json_t *own = have ? json_loads(have, JSON_DECODE_ANY, NULL) : NULL;
+	free(have);
+	char *text;
+	if (json_is_object(own) && json_is_object(given)) {
+		json_object_update(own, given);
+		text = json_db_text(own);
+	} else {
+		text = xstrdup(output);
+	}
+	json_decref(own);
+	json_decref(given);
+	char *stored = NULL;
+	bool ok = payload_offload(db, ns_id, "task output", text, strlen(text),
+				  &stored, pref, e);
+	if (ok && stored) {
+		free(text);
+		text = stored;
+	}
+	if (ok)
+		*final = text;
+	else
+		free(text);
+	return ok;
+}
+
+/*
+ * Without an output: one statement.  With one, the merge is made here (the
+ * task's output may be a placeholder, and the result may need the payload
+ * store), so the task's row is locked from the read to the update.
+ */
 bool
 subflows_complete_gate(struct db *db, const char *ns_id, const char *id,
 		       const char *ref, const char *status, const char *output,
 		       const char *reason, struct err *e)
 {
-	const char *params[] = {ns_id, id, ref, status, output, reason};
-	PGresult *res = db_exec(db, &subflows_gate_stmt, 6, params, e);
-	if (!res)
+	char *final = NULL;
+	char pref[48] = "";
+	if (output) {
+		if (!db_begin(db, e))
+			return false;
+		if (!gate_output(db, ns_id, id, ref, output, &final, pref, e)) {
+			db_rollback(db);
+			return false;
+		}
+	}
+	const char *params[] = {
+		ns_id, id, ref, status, final, reason, pref[0] ? pref : NULL,
+	};
+	PGresult *res = db_exec(db, &subflows_gate_stmt, 7, params, e);
+	free(final);
+	if (!res) {
+		if (output)
+			db_rollback(db);
 		return false;
+	}
 	bool ok = false;
 	if (PQgetisnull(res, 0, 0))
 		err_set(e, ERR_NOT_FOUND, "workflow %s not found", id);
@@ -416,6 +498,12 @@ subflows_complete_gate(struct db *db, const char *ns_id, const char *id,
 	else
 		ok = true;
 	PQclear(res);
+	if (output) {
+		if (ok)
+			ok = db_commit(db, e);
+		else
+			db_rollback(db);
+	}
 	return ok;
 }
 
@@ -451,6 +539,7 @@ subflows_failed_task(struct db *db, const char *ns_id, const char *id,
 	return true;
 }
 
+/* clang-format off */
 struct db_stmt *const subflows_repo_stmts[] = {
 	&subflows_start_stmt,
 	&subflows_finish_stmt,
@@ -461,6 +550,8 @@ struct db_stmt *const subflows_repo_stmts[] = {
 	&subflows_set_failure_stmt,
 	&subflows_tree_stmt,
 	&subflows_gate_stmt,
+	&subflows_gate_output_stmt,
 	&subflows_failed_task_stmt,
 	NULL,
 };
+/* clang-format on */

@@ -36,7 +36,9 @@ struct db;
  * Starts executions in namespace ns_id: starts_json is a JSON array of
  * {id, defName, defVersion, definition (snapshot or null), input,
  * variables, correlationId, priority, parentWorkflowId, parentTaskId,
- * timeoutSeconds, timeoutPolicy, guardTaskId}.  Each gets its first
+ * timeoutSeconds, timeoutPolicy, guardTaskId, inputRef}: input is bound as
+ * it is, so an offloaded one is its placeholder with inputRef its
+ * reference (the caller offloads, see payload_repo.h).  Each gets its first
  * evaluation, its WORKFLOW_STARTED event and, with a timeout, its
  * workflowTimeout timer.  An entry with guardTaskId is written only when
  * that task of guard_workflow_id exists; an entry with a parent also sets
@@ -109,7 +111,9 @@ bool subflows_tree_rows(struct db *db, const char *ns_id, const char *id,
  * open attempt of gated task `ref` (WAIT or HUMAN, or any task its
  * definition declares asyncComplete) of workflow id, and enqueues the
  * workflow's evaluation.  output (may be NULL) is merged over the output
- * the task has.  ERR_NOT_FOUND: no such workflow or
+ * the task has (read back if it was offloaded), and the result goes to the
+ * payload store when it is large.  ERR_TOO_LARGE (nothing changed): the
+ * result is above the payload maximum.  ERR_NOT_FOUND: no such workflow or
  * task; ERR_CONFLICT: the task is of another type, or not open, or the
  * workflow has ended.
  */

@@ -19,6 +19,19 @@
  *             above it gets 413.  The directory store does the same with
  *             files.
  *
+ *   gates and started workflows
+ *             a SUB_WORKFLOW's 5 MB input, START_WORKFLOW's and a failure
+ *             workflow's: the new execution's row holds a reference, it
+ *             reads back through the APIs and in its task's input; HUMAN
+ *             outputs given through the native and Conductor routes, and
+ *             an asyncComplete task's parked output merged with the
+ *             API's, likewise (the replaced parked payload is collected).
+ *             A Conductor IN_PROGRESS update's output and a rerun's new
+ *             inputs likewise.  Above the maximum: a completion, an
+ *             IN_PROGRESS update or a rerun gets 413 and nothing changes,
+ *             a parked output or a started input fails its task, a
+ *             failure workflow starts without the failed input.
+ *
  * Every test gets its own database and server; waits have deadlines.
  */
 #include "harness.h"
@@ -811,4 +824,633 @@ Test(payloads, sub_workflow_output_reads_back)
 		  "child's");
 	json_decref(wf);
 	free(data);
+}
+
+/* ------------------------------------------- gates and started workflows */
+
+/* The task of workflow id with refName ref, once it is IN_PROGRESS (and,
+ * with output, has a non-empty output); a new reference. */
+struct open_probe {
+	const char *id;
+	const char *ref;
+	bool output;
+	json_t *task;
+};
+
+static bool
+task_open(void *arg)
+{
+	struct open_probe *p = arg;
+	json_t *wf = get_workflow(p->id);
+	size_t i;
+	json_t *t;
+	json_array_foreach (json_object_get(wf, "tasks"), i, t) {
+		if (strcmp(json_string_value(json_object_get(t, "refName")),
+			   p->ref) != 0 ||
+		    strcmp(json_string_value(json_object_get(t, "status")),
+			   "IN_PROGRESS") != 0)
+			continue;
+		if (p->output &&
+		    json_object_size(json_object_get(t, "output")) == 0)
+			continue;
+		p->task = json_incref(t);
+		break;
+	}
+	json_decref(wf);
+	return p->task != NULL;
+}
+
+static json_t *
+wait_open(const char *id, const char *ref, bool output)
+{
+	struct open_probe p = {id, ref, output, NULL};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, task_open, &p),
+		  "task %s of %s never waited open", ref, id);
+	return p.task;
+}
+
+/* Whether the row of task task_id (or of execution id, exec) keeps col
+ * out of line: a small placeholder and a "pg:" reference. */
+static bool
+task_offloaded(const char *task_id, const char *col)
+{
+	char q[256];
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM \"TaskExecutions\" WHERE \"id\" = "
+		 "$1::uuid AND \"%sRef\" LIKE 'pg:%%' AND length(\"%s\"::text)"
+		 " < 200",
+		 col, col);
+	return sql_int(q, task_id) == 1;
+}
+
+static bool
+exec_offloaded(const char *id)
+{
+	return sql_int("SELECT count(*) FROM \"WorkflowExecutions\" WHERE"
+		       " \"id\" = $1::uuid AND \"inputRef\" LIKE 'pg:%'"
+		       " AND length(\"input\"::text) < 200",
+		       id) == 1;
+}
+
+static void
+put_def_text(const char *text)
+{
+	json_decref(call("POST", NS "/workflow-definitions", text, 201));
+}
+
+/* Drops the partitions every execution is in; their payloads are then
+ * unreferenced. */
+static void
+drop_all_partitions(void)
+{
+	PGresult *r = th_query(sql,
+			       "SELECT DISTINCT c.\"relname\" FROM"
+			       " \"WorkflowExecutions\" e JOIN pg_class c"
+			       " ON c.\"oid\" = e.\"tableoid\"",
+			       0, NULL);
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *pp[] = {PQgetvalue(r, i, 0)};
+		free(th_value(sql, "SELECT \"nf_drop_partition\"($1)::text", 1,
+			      pp));
+	}
+	PQclear(r);
+}
+
+static const char child_def[] =
+	"{\"name\":\"child\",\"version\":1,\"tasks\":[{\"name\":\"cin\","
+	"\"taskReferenceName\":\"cin\",\"inputParameters\":{\"copy\":"
+	"\"${workflow.input.data}\"}}]}";
+
+/* A SUB_WORKFLOW's 5 MB input: the child's row holds a reference, the
+ * child reads back whole through both APIs and in its task's input, and
+ * the payloads are collected once the partition is dropped. */
+Test(payloads, sub_workflow_input_offloaded)
+{
+	start_with(big_flags);
+	put_task_def("cin");
+	put_def_text(child_def);
+	put_def_text("{\"name\":\"psub\",\"version\":1,\"tasks\":[{\"name\":"
+		     "\"sub\",\"taskReferenceName\":\"sub\",\"type\":"
+		     "\"SUB_WORKFLOW\",\"inputParameters\":{\"data\":"
+		     "\"${workflow.input.data}\"},\"subWorkflowParam\":{"
+		     "\"name\":\"child\",\"version\":1}}]}");
+	char *data = big_text(5 * 1024 * 1024, 21);
+	char id[37];
+	start_workflow("psub", json_pack("{s:s}", "data", data), id);
+
+	json_t *t = poll_one("cin");
+	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
+		  "the child's task did not see the offloaded input");
+	char child[37], cin_id[37];
+	snprintf(child, sizeof(child), "%s", str_at(t, "workflowId"));
+	snprintf(cin_id, sizeof(cin_id), "%s", str_at(t, "id"));
+	json_decref(t);
+	const char *pc[] = {child, id};
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(*) FROM \"WorkflowExecutions\""
+			    " WHERE \"id\" = $1::uuid"
+			    " AND \"parentWorkflowId\" = $2::uuid",
+			    2, pc),
+		     1);
+	cr_assert(exec_offloaded(child),
+		  "the child's input is kept in its row");
+
+	json_t *wf = get_workflow(child);
+	cr_assert(data_is(json_object_get(wf, "input"), "data", data),
+		  "native GET: the child's input does not read back");
+	json_decref(wf);
+	char path[256];
+	snprintf(path, sizeof(path), "/api/workflow/%s?includeTasks=false",
+		 child);
+	wf = get_path(path);
+	cr_assert(data_is(json_object_get(wf, "input"), "data", data),
+		  "Conductor GET: the child's input does not read back");
+	json_decref(wf);
+	free(data);
+
+	cr_assert_eq(complete("cin", cin_id, json_object()), 200, "%s",
+		     last_body);
+	json_decref(wait_status(id, "COMPLETED"));
+	drop_all_partitions();
+	struct count_probe p = {"SELECT count(*) FROM \"Payloads\"", NULL, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, count_is, &p),
+		  "payloads left after their partition was dropped: %lld",
+		  sql_int(p.q, NULL));
+}
+
+/* START_WORKFLOW's and a failure workflow's inputs go out of line too. */
+Test(payloads, started_and_failure_workflow_inputs_offloaded)
+{
+	const char *flags[] = {"--payload-offload-bytes", "1024", NULL};
+	start_with(flags);
+	put_task_def("cin");
+	put_task_def("work");
+	put_def_text(child_def);
+	put_def_text(
+		"{\"name\":\"starter\",\"version\":1,\"tasks\":[{"
+		"\"name\":\"sw\",\"taskReferenceName\":\"sw\",\"type\":"
+		"\"START_WORKFLOW\",\"inputParameters\":{\"startWorkflow\":"
+		"{\"name\":\"child\",\"version\":1,\"input\":{\"data\":"
+		"\"${workflow.input.data}\"}}}}]}");
+	put_def_text("{\"name\":\"failing\",\"version\":1,\"failureWorkflow\":"
+		     "\"child\",\"tasks\":[{\"name\":\"work\","
+		     "\"taskReferenceName\":\"work\"}]}");
+	char *data = big_text(20000, 23);
+
+	/* START_WORKFLOW */
+	char id[37];
+	start_workflow("starter", json_pack("{s:s}", "data", data), id);
+	json_t *wf = wait_status(id, "COMPLETED");
+	char started[37];
+	snprintf(started, sizeof(started), "%s",
+		 str_at(json_object_get(task_of(wf, "sw"), "output"),
+			"workflowId"));
+	json_decref(wf);
+	cr_assert(exec_offloaded(started),
+		  "START_WORKFLOW: the started input is kept in its row");
+	wf = get_workflow(started);
+	cr_assert(data_is(json_object_get(wf, "input"), "data", data),
+		  "START_WORKFLOW: the started input does not read back");
+	json_decref(wf);
+	json_t *t = poll_one("cin");
+	cr_assert_str_eq(str_at(t, "workflowId"), started);
+	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
+		  "START_WORKFLOW: its task did not see the input");
+	cr_assert_eq(complete("cin", str_at(t, "id"), json_object()), 200, "%s",
+		     last_body);
+	json_decref(t);
+
+	/* failureWorkflow */
+	char failing[37];
+	start_workflow("failing", json_pack("{s:s}", "data", data), failing);
+	t = poll_one("work");
+	char path[512];
+	snprintf(path, sizeof(path), NS "/queues/work/tasks/%s/fail",
+		 str_at(t, "id"));
+	json_decref(callj(
+		"POST", path, 200,
+		json_pack("{s:s,s:s}", "workerId", "w1", "reason", "broken")));
+	json_decref(t);
+	wf = wait_status(failing, "FAILED");
+	char fw[37];
+	snprintf(fw, sizeof(fw), "%s", str_at(wf, "failureWorkflowId"));
+	json_decref(wf);
+	cr_assert(exec_offloaded(fw),
+		  "failure workflow: its input is kept in its row");
+	wf = get_workflow(fw);
+	const json_t *in = json_object_get(wf, "input");
+	cr_assert(data_is(in, "data", data));
+	cr_assert_str_eq(str_at(in, "workflowId"), failing);
+	cr_assert(data_is(
+		json_object_get(json_object_get(in, "failedWorkflow"), "input"),
+		"data", data));
+	json_decref(wf);
+	t = poll_one("cin");
+	cr_assert_str_eq(str_at(t, "workflowId"), fw);
+	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
+		  "failure workflow: its task did not see the input");
+	json_decref(t);
+	free(data);
+}
+
+/* Outputs given to HUMAN tasks through the native and the Conductor
+ * routes are offloaded and read back (APIs, the next task's expressions);
+ * collected with their partition. */
+Test(payloads, human_outputs_offloaded)
+{
+	const char *flags[] = {"--payload-offload-bytes",
+			       "1024",
+			       "--payload-gc-interval-ms",
+			       "100",
+			       "--payload-gc-grace-seconds",
+			       "2",
+			       NULL};
+	start_with(flags);
+	put_task_def("after");
+	put_def_text(
+		"{\"name\":\"hum\",\"version\":1,\"tasks\":[{\"name\":"
+		"\"h\",\"taskReferenceName\":\"h\",\"type\":\"HUMAN\"},"
+		"{\"name\":\"h2\",\"taskReferenceName\":\"h2\",\"type\":"
+		"\"HUMAN\"},{\"name\":\"after\",\"taskReferenceName\":"
+		"\"after\",\"inputParameters\":{\"a\":\"${h.output.data}\","
+		"\"b\":\"${h2.output.data}\",\"n\":\"${h2.output.n}\"}}]}");
+	char *d1 = big_text(20000, 31), *d2 = big_text(30000, 32);
+	char id[37];
+	start_workflow("hum", json_object(), id);
+
+	/* Native route. */
+	json_t *t = wait_open(id, "h", false);
+	char h_id[37];
+	snprintf(h_id, sizeof(h_id), "%s", str_at(t, "id"));
+	json_decref(t);
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/h/complete", id);
+	json_decref(callj("POST", path, 200,
+			  json_pack("{s:{s:s}}", "output", "data", d1)));
+	cr_assert(task_offloaded(h_id, "output"),
+		  "native completion: the output is kept in its row");
+
+	/* Conductor route: the body is the output. */
+	t = wait_open(id, "h2", false);
+	char h2_id[37];
+	snprintf(h2_id, sizeof(h2_id), "%s", str_at(t, "id"));
+	json_decref(t);
+	snprintf(path, sizeof(path), "/api/tasks/%s/h2/COMPLETED", id);
+	json_t *req = json_pack("{s:s,s:i}", "data", d2, "n", 5);
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	struct th_response r;
+	th_http(srv, "POST", path, body, strlen(body), &r);
+	free(body);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	th_response_free(&r);
+	cr_assert(task_offloaded(h2_id, "output"),
+		  "Conductor completion: the output is kept in its row");
+
+	t = poll_one("after");
+	const json_t *in = json_object_get(t, "input");
+	cr_assert(data_is(in, "a", d1) && data_is(in, "b", d2),
+		  "the next task's expressions did not read the outputs");
+	cr_assert_eq(json_integer_value(json_object_get(in, "n")), 5);
+	cr_assert_eq(complete("after", str_at(t, "id"), json_object()), 200,
+		     "%s", last_body);
+	json_decref(t);
+	json_t *wf = wait_status(id, "COMPLETED");
+	cr_assert(data_is(json_object_get(task_of(wf, "h"), "output"), "data",
+			  d1),
+		  "native GET: the HUMAN output does not read back");
+	json_decref(wf);
+	snprintf(path, sizeof(path), "/api/tasks/%s", h2_id);
+	t = get_path(path);
+	cr_assert(data_is(json_object_get(t, "outputData"), "data", d2),
+		  "Conductor GET task: the HUMAN output does not read back");
+	json_decref(t);
+	free(d1);
+	free(d2);
+
+	drop_all_partitions();
+	struct count_probe p = {"SELECT count(*) FROM \"Payloads\"", NULL, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, count_is, &p),
+		  "payloads left after their partition was dropped: %lld",
+		  sql_int(p.q, NULL));
+}
+
+/* An asyncComplete INLINE task parks with a large output: offloaded, read
+ * back, merged with the output the API gives; the payload the merge
+ * replaced is collected while the workflow stays. */
+Test(payloads, async_complete_output_offloaded)
+{
+	const char *flags[] = {"--payload-offload-bytes",
+			       "1024",
+			       "--payload-gc-interval-ms",
+			       "100",
+			       "--payload-gc-grace-seconds",
+			       "2",
+			       NULL};
+	start_with(flags);
+	put_task_def("after");
+	put_def_text(
+		"{\"name\":\"asy\",\"version\":1,\"tasks\":[{\"name\":"
+		"\"inl\",\"taskReferenceName\":\"inl\",\"type\":\"INLINE\","
+		"\"asyncComplete\":true,\"inputParameters\":{"
+		"\"evaluatorType\":\"javascript\",\"expression\":\"$.v\","
+		"\"v\":\"${workflow.input.data}\"}},{\"name\":\"after\","
+		"\"taskReferenceName\":\"after\",\"inputParameters\":{"
+		"\"r\":\"${inl.output.result}\",\"ok\":"
+		"\"${inl.output.approved}\"}}]}");
+	char *data = big_text(20000, 41);
+	char id[37];
+	start_workflow("asy", json_pack("{s:s}", "data", data), id);
+	json_t *t = wait_open(id, "inl", true);
+	cr_assert(data_is(json_object_get(t, "output"), "result", data),
+		  "the parked output does not read back");
+	char inl_id[37];
+	snprintf(inl_id, sizeof(inl_id), "%s", str_at(t, "id"));
+	json_decref(t);
+	cr_assert(task_offloaded(inl_id, "output"),
+		  "the parked output is kept in its row");
+	const char *pi[] = {inl_id};
+	char *parked = th_value(sql,
+				"SELECT \"outputRef\" FROM \"TaskExecutions\""
+				" WHERE \"id\" = $1::uuid",
+				1, pi);
+
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/inl/complete", id);
+	json_decref(callj("POST", path, 200,
+			  json_pack("{s:{s:b}}", "output", "approved", 1)));
+	t = poll_one("after");
+	const json_t *in = json_object_get(t, "input");
+	cr_assert(data_is(in, "r", data), "the merged output lost the result");
+	cr_assert(json_is_true(json_object_get(in, "ok")), "%s", last_body);
+	cr_assert_eq(complete("after", str_at(t, "id"), json_object()), 200,
+		     "%s", last_body);
+	json_decref(t);
+	json_t *wf = wait_status(id, "COMPLETED");
+	const json_t *out = json_object_get(task_of(wf, "inl"), "output");
+	cr_assert(data_is(out, "result", data) &&
+			  json_is_true(json_object_get(out, "approved")),
+		  "native GET: the merged output does not read back");
+	json_decref(wf);
+	cr_assert(task_offloaded(inl_id, "output"));
+	const char *pr[] = {inl_id, parked};
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(*) FROM \"TaskExecutions\""
+			    " WHERE \"id\" = $1::uuid AND \"outputRef\" <> $2",
+			    2, pr),
+		     1);
+	/* The parked payload is nobody's now. */
+	char q[160];
+	snprintf(
+		q, sizeof(q),
+		"SELECT count(*) FROM \"Payloads\" WHERE 'pg:' || \"id\" = $1");
+	struct count_probe p = {q, parked, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, count_is, &p),
+		  "the replaced parked payload was not collected");
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"Payloads\" p"
+			     " JOIN \"TaskExecutions\" t ON t.\"outputRef\" ="
+			     " 'pg:' || p.\"id\" WHERE t.\"id\" = $1::uuid",
+			     inl_id),
+		     1, "the merged output's payload went too");
+	free(parked);
+	free(data);
+}
+
+static json_t *
+post_raw(const char *path, const char *body, long status)
+{
+	return call("POST", path, body, status);
+}
+
+/* POST of body (taken) to a route that answers text; its status. */
+static long
+post_text(const char *path, json_t *body)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	struct th_response r;
+	th_http(srv, "POST", path, text, strlen(text), &r);
+	free(text);
+	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	long status = r.status;
+	th_response_free(&r);
+	return status;
+}
+
+/* Above --payload-max-bytes: a gate's completion is refused with 413 (the
+ * task stays open), an asyncComplete task's parked output and a started
+ * workflow's input fail their task, and a failure workflow starts without
+ * the failed workflow's input. */
+Test(payloads, gates_and_starts_above_the_maximum)
+{
+	const char *flags[] = {"--payload-offload-bytes", "1024",
+			       "--payload-max-bytes", "4096", NULL};
+	start_with(flags);
+	put_task_def("work");
+	put_task_def("cin");
+	put_def_text(child_def);
+	char *big = big_text(10000, 51), *d = big_text(2000, 52);
+
+	/* HUMAN, native and Conductor: 413, nothing changes. */
+	put_def_text("{\"name\":\"hum1\",\"version\":1,\"tasks\":[{\"name\":"
+		     "\"h\",\"taskReferenceName\":\"h\",\"type\":\"HUMAN\"}]}");
+	char id[37];
+	start_workflow("hum1", json_object(), id);
+	json_decref(wait_open(id, "h", false));
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/h/complete", id);
+	json_t *v = callj("POST", path, 413,
+			  json_pack("{s:{s:s}}", "output", "x", big));
+	json_t *err = json_object_get(v, "error");
+	cr_assert_str_eq(str_at(err, "code"), "payload_too_large");
+	cr_assert(strstr(str_at(err, "message"), "task output of 10") &&
+			  strstr(str_at(err, "message"),
+				 "exceeds the payload maximum of 4096 bytes"),
+		  "%s", last_body);
+	json_decref(v);
+	char cpath[256];
+	snprintf(cpath, sizeof(cpath), "/api/tasks/%s/h/COMPLETED", id);
+	json_t *req = json_pack("{s:s}", "x", big);
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	v = post_raw(cpath, body, 413);
+	free(body);
+	cr_assert(strstr(last_body, "exceeds the payload maximum of 4096"),
+		  "%s", last_body);
+	json_decref(v);
+	json_decref(wait_open(id, "h", false));
+	json_decref(callj("POST", path, 200,
+			  json_pack("{s:{s:s}}", "output", "x", "small")));
+	json_decref(wait_status(id, "COMPLETED"));
+
+	/* asyncComplete: an output above the maximum is not parked. */
+	put_def_text(
+		"{\"name\":\"asy1\",\"version\":1,\"tasks\":[{\"name\":"
+		"\"inl\",\"taskReferenceName\":\"inl\",\"type\":\"INLINE\","
+		"\"asyncComplete\":true,\"inputParameters\":{"
+		"\"evaluatorType\":\"javascript\",\"expression\":"
+		"\"$.v + $.v + $.v\",\"v\":\"${workflow.input.d}\"}}]}");
+	start_workflow("asy1", json_pack("{s:s}", "d", d), id);
+	json_t *wf = wait_status(id, "FAILED");
+	const json_t *t = task_of(wf, "inl");
+	cr_assert_str_eq(str_at(t, "status"), "FAILED_WITH_TERMINAL_ERROR");
+	cr_assert(strstr(str_at(t, "reason"), "output of 60") &&
+			  strstr(str_at(t, "reason"),
+				 "exceeds the payload maximum of 4096 bytes"),
+		  "%s", str_at(t, "reason"));
+	json_decref(wf);
+
+	/* SUB_WORKFLOW and START_WORKFLOW: the task fails, nothing starts. */
+	put_def_text("{\"name\":\"psub1\",\"version\":1,\"tasks\":[{\"name\":"
+		     "\"sub\",\"taskReferenceName\":\"sub\",\"type\":"
+		     "\"SUB_WORKFLOW\",\"inputParameters\":{\"a\":"
+		     "\"${workflow.input.d}\",\"b\":\"${workflow.input.d}\","
+		     "\"c\":\"${workflow.input.d}\"},\"subWorkflowParam\":{"
+		     "\"name\":\"child\",\"version\":1}}]}");
+	put_def_text(
+		"{\"name\":\"sw1\",\"version\":1,\"tasks\":[{\"name\":"
+		"\"sw\",\"taskReferenceName\":\"sw\",\"type\":"
+		"\"START_WORKFLOW\",\"inputParameters\":{\"startWorkflow\":"
+		"{\"name\":\"child\",\"input\":{\"a\":"
+		"\"${workflow.input.d}\",\"b\":\"${workflow.input.d}\","
+		"\"c\":\"${workflow.input.d}\"}}}}]}");
+	static const char *const starters[][2] = {{"psub1", "sub"},
+						  {"sw1", "sw"}};
+	for (size_t i = 0; i < 2; i++) {
+		start_workflow(starters[i][0], json_pack("{s:s}", "d", d), id);
+		wf = wait_status(id, "FAILED");
+		t = task_of(wf, starters[i][1]);
+		cr_assert_str_eq(str_at(t, "status"),
+				 "FAILED_WITH_TERMINAL_ERROR");
+		cr_assert(strstr(str_at(t, "reason"), "workflow input of 60") &&
+				  strstr(str_at(t, "reason"),
+					 "exceeds the payload maximum of "
+					 "4096 bytes"),
+			  "%s: %s", starters[i][0], str_at(t, "reason"));
+		json_decref(wf);
+	}
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+			     " WHERE \"defName\" = 'child'",
+			     NULL),
+		     0, "a workflow started with an input above the maximum");
+
+	/* A failure workflow whose input would hold the failed workflow's
+	 * twice: it starts without it. */
+	put_def_text("{\"name\":\"failing\",\"version\":1,\"failureWorkflow\":"
+		     "\"child\",\"tasks\":[{\"name\":\"work\","
+		     "\"taskReferenceName\":\"work\"}]}");
+	char *d3 = big_text(3000, 53);
+	char failing[37];
+	start_workflow("failing", json_pack("{s:s}", "data", d3), failing);
+	json_t *w = poll_one("work");
+	snprintf(path, sizeof(path), NS "/queues/work/tasks/%s/fail",
+		 str_at(w, "id"));
+	json_decref(callj(
+		"POST", path, 200,
+		json_pack("{s:s,s:s}", "workerId", "w1", "reason", "broken")));
+	json_decref(w);
+	wf = wait_status(failing, "FAILED");
+	char fw[37];
+	snprintf(fw, sizeof(fw), "%s", str_at(wf, "failureWorkflowId"));
+	json_decref(wf);
+	wf = get_workflow(fw);
+	const json_t *in = json_object_get(wf, "input");
+	cr_assert_str_eq(str_at(in, "workflowId"), failing);
+	cr_assert_null(json_object_get(in, "data"), "%s", last_body);
+	cr_assert_null(
+		json_object_get(json_object_get(in, "failedWorkflow"), "input"),
+		"%s", last_body);
+	cr_assert(strstr(str_at(in, "inputOmitted"),
+			 "exceeds the payload maximum of 4096 bytes"),
+		  "%s", last_body);
+	json_decref(wf);
+	free(d3);
+	free(big);
+	free(d);
+}
+
+/* A Conductor IN_PROGRESS update's output and a rerun's new inputs are
+ * offloaded and read back; above the maximum each is refused with 413. */
+Test(payloads, progress_and_rerun_inputs_offloaded)
+{
+	const char *flags[] = {"--payload-offload-bytes", "1024",
+			       "--payload-max-bytes", "4096", NULL};
+	start_with(flags);
+	put_task_def("lookup");
+	put_def_text("{\"name\":\"one2\",\"version\":1,\"tasks\":[{\"name\":"
+		     "\"lookup\",\"taskReferenceName\":\"a\","
+		     "\"inputParameters\":{\"x\":\"${workflow.input.x}\"}}]}");
+	char *d = big_text(2000, 61), *big = big_text(10000, 62);
+	char id[37];
+	start_workflow("one2", json_pack("{s:s}", "x", "small"), id);
+	json_t *t = poll_one("lookup");
+	char task_id[37];
+	snprintf(task_id, sizeof(task_id), "%s", str_at(t, "id"));
+	json_decref(t);
+
+	/* IN_PROGRESS with progress: offloaded, read back; too large: 413. */
+	cr_assert_eq(post_text("/api/tasks",
+			       json_pack("{s:s,s:s,s:s,s:b,s:{s:s}}", "taskId",
+					 task_id, "workflowInstanceId", id,
+					 "status", "IN_PROGRESS", "extendLease",
+					 1, "outputData", "p", d)),
+		     200, "%s", last_body);
+	cr_assert(task_offloaded(task_id, "output"),
+		  "IN_PROGRESS: the progress is kept in its row");
+	char path[256];
+	snprintf(path, sizeof(path), "/api/tasks/%s", task_id);
+	t = get_path(path);
+	cr_assert(data_is(json_object_get(t, "outputData"), "p", d),
+		  "Conductor GET task: the progress does not read back");
+	json_decref(t);
+	cr_assert_eq(post_text("/api/tasks",
+			       json_pack("{s:s,s:s,s:s,s:b,s:{s:s}}", "taskId",
+					 task_id, "workflowInstanceId", id,
+					 "status", "IN_PROGRESS", "extendLease",
+					 1, "outputData", "p", big)),
+		     413, "%s", last_body);
+	cr_assert(strstr(last_body, "exceeds the payload maximum of 4096"),
+		  "%s", last_body);
+	json_t *v;
+	cr_assert_eq(complete("lookup", task_id, json_object()), 200, "%s",
+		     last_body);
+	json_decref(wait_status(id, "COMPLETED"));
+
+	/* Rerun with new inputs: offloaded, read back. */
+	snprintf(path, sizeof(path), NS "/workflows/%s/rerun", id);
+	json_decref(
+		callj("POST", path, 200,
+		      json_pack("{s:s,s:{s:s},s:{s:s}}", "taskRefName", "a",
+				"workflowInput", "x", d, "taskInput", "y", d)));
+	cr_assert(exec_offloaded(id),
+		  "rerun: the workflow input is in its row");
+	t = poll_one("lookup");
+	snprintf(task_id, sizeof(task_id), "%s", str_at(t, "id"));
+	cr_assert(data_is(json_object_get(t, "input"), "y", d),
+		  "rerun: the task input does not read back");
+	json_decref(t);
+	cr_assert(task_offloaded(task_id, "input"),
+		  "rerun: the task input is kept in its row");
+	json_t *wf = get_workflow(id);
+	cr_assert(data_is(json_object_get(wf, "input"), "x", d),
+		  "rerun: the workflow input does not read back");
+	json_decref(wf);
+	cr_assert_eq(complete("lookup", task_id, json_object()), 200, "%s",
+		     last_body);
+	json_decref(wait_status(id, "COMPLETED"));
+
+	/* Too large: 413, the workflow stays as it was. */
+	v = callj("POST", path, 413,
+		  json_pack("{s:s,s:{s:s}}", "taskRefName", "a",
+			    "workflowInput", "x", big));
+	cr_assert(strstr(str_at(json_object_get(v, "error"), "message"),
+			 "workflow input of 10"),
+		  "%s", last_body);
+	json_decref(v);
+	wf = get_workflow(id);
+	cr_assert_str_eq(str_at(wf, "status"), "COMPLETED");
+	cr_assert(data_is(json_object_get(wf, "input"), "x", d));
+	json_decref(wf);
+	free(d);
+	free(big);
 }
