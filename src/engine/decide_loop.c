@@ -270,6 +270,17 @@ evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
 	return decide_release_savepoint(dl->db, e) ? EVAL_OK : EVAL_LOST;
 }
 
+/* Oldest id first.  Every batch then takes the row locks of its executions
+ * in one order (a parent's UUIDv7 is older than its children's), as
+ * terminate does (the parent, then its children): they queue behind each
+ * other instead of deadlocking. */
+static int
+by_id(const void *a, const void *b)
+{
+	return strcmp(((const struct loaded_execution *)a)->id,
+		      ((const struct loaded_execution *)b)->id);
+}
+
 static enum loop_result
 tick(void *arg, struct arena *scratch, struct err *e)
 {
@@ -293,6 +304,7 @@ tick(void *arg, struct arena *scratch, struct err *e)
 		decide_batch_free(&b);
 		return ok ? LOOP_IDLE : LOOP_ERROR;
 	}
+	qsort(b.items, b.n, sizeof(*b.items), by_id);
 
 	struct def_ref *defs = xcalloc(b.n, sizeof(*defs));
 	json_t **refs = xcalloc(b.n, sizeof(*refs));

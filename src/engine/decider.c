@@ -15,7 +15,6 @@
 
 /* Inline reactions one evaluation runs at most (an endless loop of
  * operators); what is left is written unseen and reacted to next time. */
-enum { MAX_INLINE_STEPS = 2500 };
 
 /* A task this evaluation wrote (a new row, or a new state of an existing
  * one): the view the evaluation reasons over is the loaded tasks followed
@@ -1149,7 +1148,8 @@ decide(const struct decider_input *in, struct decision *d)
 	if (in->def->tasks.n > 0 && !latest(&ev, in->def->tasks.items[0].ref))
 		schedule(&ev, &in->def->tasks.items[0], 0, 0, 0, false);
 	for (size_t i = 0; i < ev.n_todo; i++) {
-		if (i >= ev.n_loaded_todo && ++ev.steps > MAX_INLINE_STEPS)
+		if (i >= ev.n_loaded_todo &&
+		    ++ev.steps > DECIDER_MAX_INLINE_STEPS)
 			break; /* the rest stays unseen for the next one */
 		react(&ev, ev.todo[i]);
 	}

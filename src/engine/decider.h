@@ -30,9 +30,9 @@
  * so SWITCH → SET_VARIABLE → NOOP → … runs without another round trip.
  * The evaluation reasons over the loaded tasks followed by the rows it
  * wrote.  An operator that waited (JOIN, DO_WHILE) is finished by a row
- * with its identity and a new status.  After MAX_INLINE_STEPS reactions
- * the remaining inline rows are written unseen: the workflow stays queued
- * and the next evaluation reacts to them.
+ * with its identity and a new status.  After DECIDER_MAX_INLINE_STEPS
+ * reactions the remaining inline rows are written unseen: the workflow
+ * stays queued and the next evaluation reacts to them.
  *
  * A task with cacheConfig whose key resolves to a cached output is written
  * COMPLETED with that output instead of being queued (event data "cached":
@@ -51,6 +51,9 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+
+/* Reactions to rows an evaluation wrote itself, at most (see above). */
+enum { DECIDER_MAX_INLINE_STEPS = 2500 };
 
 /* Looks a task definition up (NULL: none; Conductor's defaults apply). */
 typedef const struct task_def *decider_task_def_fn(void *arg, const char *name);

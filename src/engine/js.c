@@ -201,6 +201,7 @@ struct call_args {
 	struct js_tls *t;
 	const char *script;
 	const char *input; /* JSON text */
+	int timeout_ms;
 };
 
 /* [ ] -> [ result JSON text ]; runs inside duk_safe_call. */
@@ -235,6 +236,11 @@ eval_safe(duk_context *ctx, void *udata)
 	duk_put_prop_string(ctx, -2, "$");
 	duk_pop(ctx);
 
+	/* The time limit is the script's: compiling it and decoding its input
+	 * (as large as a long DO_WHILE's output) do not count, or a busy
+	 * machine would fail a script for the size of its input. */
+	a->t->deadline_ns = now_ns() + (uint64_t)a->timeout_ms * 1000000u;
+	a->t->armed = true;
 	duk_call(ctx, 0);
 	if (duk_is_function(ctx, -1))
 		duk_call(ctx, 0);
@@ -330,14 +336,13 @@ js_eval(const char *script, const json_t *input, int timeout_ms, json_t **out,
 			"could not pass the input to the script: out of memory");
 		return false;
 	}
-	struct call_args a = {t, script, in ? in : "null"};
+	struct call_args a = {t, script, in ? in : "null", timeout_ms};
 	duk_context *ctx = t->ctx;
 	duk_idx_t top = duk_get_top(ctx);
 
 	t->refused = false;
 	t->timed_out = false;
-	t->deadline_ns = now_ns() + (uint64_t)timeout_ms * 1000000u;
-	t->armed = true;
+	t->armed = false; /* eval_safe arms it when the script starts */
 	duk_int_t rc = duk_safe_call(ctx, eval_safe, &a, 0, 1);
 	t->armed = false;
 	free(in);

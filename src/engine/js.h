@@ -12,7 +12,8 @@
  *
  * Sandbox: each thread has its own heap, created on first use; scripts see
  * the ECMAScript built-ins only (no `Duktape` global, no require, no I/O).
- * A script runs at most timeout_ms (then "script timed out after N ms") and
+ * A script runs at most timeout_ms (then "script timed out after N ms";
+ * the clock starts when the script does, after its input is decoded) and
  * a heap may hold at most js_memory_limit bytes (then "script exceeded its
  * memory limit"); after either, or after a thrown error, the next
  * evaluation works normally (a heap that ran out of memory is thrown away

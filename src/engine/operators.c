@@ -866,8 +866,11 @@ op_loop_child_end(struct eval *ev, const struct wf_task *wt,
 	int it = last->iteration;
 	if (!l || l->terminal)
 		return;
+	/* Only members of the top level change: the rounds before this one
+	 * are shared with the loop's earlier states, not copied (a deep copy
+	 * made each round cost the square of the rounds). */
 	json_t *output = l->output && json_is_object(l->output)
-				 ? json_deep_copy(l->output)
+				 ? json_copy(l->output)
 				 : json_object();
 	json_t *round = json_object();
 	body_outputs(ev, wt, it, round);

@@ -1110,8 +1110,13 @@ ended(struct db *db, const char *ns_id, const char *id, bool failure_wf,
 	for (size_t i = 0; ok && i < n; i++) {
 		struct err te = ERR_INIT;
 		if (!action_terminate(db, ns_id, kids[i], reason, &te)) {
-			if (te.code != ERR_CONFLICT &&
-			    te.code != ERR_NOT_FOUND) {
+			/* A child that ended (or went) meanwhile is left as it
+			 * is.  An error of the database is no such answer,
+			 * though its code may be CONFLICT too (a deadlock, a
+			 * serialization failure): it aborted the transaction,
+			 * and goes to the caller. */
+			if (te.sqlstate[0] || (te.code != ERR_CONFLICT &&
+					       te.code != ERR_NOT_FOUND)) {
 				*e = te;
 				ok = false;
 			}
@@ -1136,19 +1141,56 @@ subflows_workflow_ended(struct db *db, const char *ns_id, const char *id,
 	return ok;
 }
 
+/* Whether a transaction failed only because PostgreSQL chose it to break
+ * a deadlock or a serialization conflict: run again, it can succeed. */
+static bool
+transient(const struct err *e)
+{
+	return strcmp(e->sqlstate, "40P01") == 0 ||
+	       strcmp(e->sqlstate, "40001") == 0;
+}
+
+static bool
+terminate_tx(struct db *db, const char *ns_id, const char *id,
+	     const char *reason, json_t *enqueued, struct err *e)
+{
+	if (!db_begin(db, e))
+		return false;
+	bool ok = action_terminate(db, ns_id, id, reason, e) &&
+		  subflows_workflow_ended(db, ns_id, id, false, enqueued, e) &&
+		  db_commit(db, e);
+	if (!ok)
+		db_rollback(db);
+	return ok;
+}
+
+/*
+ * The terminate locks the parent, then each child; a decider batch may
+ * hold a child (its evaluation) and then ask for the parent (another
+ * evaluation of the same batch).  PostgreSQL breaks that deadlock by
+ * aborting one of the two; when it is the terminate, it runs again, so it
+ * answers only once the whole tree has ended (or with a real error).
+ */
+enum { TERMINATE_ATTEMPTS = 5 };
+
 bool
 subflows_terminate(struct db *db, const char *ns_id, const char *id,
 		   const char *reason, struct err *e)
 {
 	json_t *enqueued = json_array();
-	bool ok = db_begin(db, e);
-	if (ok) {
-		ok = action_terminate(db, ns_id, id, reason, e) &&
-		     subflows_workflow_ended(db, ns_id, id, false, enqueued,
-					     e) &&
-		     db_commit(db, e);
-		if (!ok)
-			db_rollback(db);
+	bool ok = false;
+	for (int attempt = 1; attempt <= TERMINATE_ATTEMPTS; attempt++) {
+		json_array_clear(enqueued);
+		struct err te = ERR_INIT;
+		ok = terminate_tx(db, ns_id, id, reason, enqueued, &te);
+		if (ok)
+			break;
+		*e = te;
+		if (!transient(&te))
+			break;
+		log_info("subflows",
+			 "terminate of workflow %s: %s (attempt %d of %d)", id,
+			 te.msg, attempt, TERMINATE_ATTEMPTS);
 	}
 	if (ok && json_array_size(enqueued))
 		decide_loop_wake_all();
@@ -1170,7 +1212,8 @@ retry_tx(struct db *db, const char *ns_id, const char *id, int depth,
 	    strcmp(child_status, "COMPLETED") != 0) {
 		struct err ce = ERR_INIT;
 		if (!retry_tx(db, ns_id, sub, depth + 1, &ce)) {
-			if (ce.code != ERR_CONFLICT) {
+			/* A database error (even a deadlock) is no answer. */
+			if (ce.sqlstate[0] || ce.code != ERR_CONFLICT) {
 				*e = ce;
 				return false;
 			}

@@ -284,9 +284,24 @@ db_begin(struct db *db, struct err *e)
 	return db_exec_script(db, "BEGIN", e);
 }
 
+/*
+ * After a failed statement PostgreSQL answers COMMIT with ROLLBACK and no
+ * error: a caller that let the failure pass (taking a deadlock for "nothing
+ * to do", say) would report as done what was never written.  Such a
+ * transaction is rolled back here and the commit fails.
+ */
 bool
 db_commit(struct db *db, struct err *e)
 {
+	if (db->conn && PQtransactionStatus(db->conn) == PQTRANS_INERROR) {
+		db_rollback(db);
+		err_set(e, ERR_DB,
+			"could not commit: a statement of the transaction "
+			"failed, and it was rolled back");
+		snprintf(e->sqlstate, sizeof(e->sqlstate), "25P02");
+		log_error("db", "%s", e->msg);
+		return false;
+	}
 	return db_exec_script(db, "COMMIT", e);
 }
 

@@ -47,6 +47,9 @@ bool db_prepare_all(struct db *db, struct err *e);
 size_t db_registry_size(void);
 
 bool db_begin(struct db *db, struct err *e);
+/* Commits; fails (SQLSTATE 25P02, the transaction rolled back) when a
+ * statement of the transaction failed, even one whose error the caller
+ * let pass. */
 bool db_commit(struct db *db, struct err *e);
 /* Rolls back if a transaction is open; never fails the caller. */
 void db_rollback(struct db *db);

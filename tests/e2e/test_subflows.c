@@ -10,6 +10,10 @@
  *                   TASK_FAILED event in the parent's history).
  *   cascade         terminating a parent terminates its child and
  *                   grandchild (an inline child definition).
+ *   terminate_deadlock a terminate that loses a deadlock on the child's
+ *                   row (as against a decider batch that holds the child
+ *                   and waits for the parent) runs again: it answers
+ *                   only when parent and child are TERMINATED.
  *   retry           retrying a parent whose child failed retries that same
  *                   child, and the parent completes with it.
  *   start_workflow  fire and forget: the task completes with the new
@@ -40,6 +44,7 @@
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -910,6 +915,109 @@ Test(subflows, child_terminated)
 			     " 'TASK_FAILED'",
 			     parent),
 		     1);
+}
+
+struct async_call {
+	const char *path;
+	struct th_response r;
+};
+
+static void *
+async_post(void *arg)
+{
+	struct async_call *c = arg;
+	th_http(&srv, "POST", c->path, "{}", 2, &c->r);
+	return NULL;
+}
+
+struct lock_probe {
+	const char *blocker_pid;
+};
+
+/* Some session waits for a lock the blocker holds. */
+static bool
+blocked_by(void *arg)
+{
+	struct lock_probe *p = arg;
+	return sql_int("SELECT count(*) FROM pg_stat_activity WHERE"
+		       " $1::int = ANY (pg_blocking_pids(\"pid\"))",
+		       p->blocker_pid) > 0;
+}
+
+struct quiet_probe {
+	const char *a, *b;
+};
+
+static bool
+nothing_queued(void *arg)
+{
+	struct quiet_probe *p = arg;
+	const char *params[] = {p->a, p->b};
+	return th_int(sql,
+		      "SELECT count(*) FROM \"DecideQueues\" WHERE"
+		      " \"workflowId\" IN ($1::uuid, $2::uuid)",
+		      2, params) == 0;
+}
+
+Test(subflows, terminate_deadlock)
+{
+	define("{\"name\":\"gated\",\"tasks\":[{\"name\":\"gate\","
+	       "\"taskReferenceName\":\"g\",\"type\":\"HUMAN\"}]}");
+	define("{\"name\":\"holder\",\"tasks\":[{\"name\":\"gated\","
+	       "\"taskReferenceName\":\"c\",\"type\":\"SUB_WORKFLOW\","
+	       "\"subWorkflowParam\":{\"name\":\"gated\"}}]}");
+	char parent[37], child[37];
+	start("{\"name\":\"holder\"}", parent);
+	snprintf(child, sizeof(child), "%s",
+		 wait_task(parent, "c", "IN_PROGRESS"));
+	wait_task(child, "g", "IN_PROGRESS");
+	struct quiet_probe q = {parent, child};
+	cr_assert(th_wait_until(WAIT_MS, nothing_queued, &q));
+
+	/* A session that does what a decider batch may do: it holds the
+	 * child's row, and will ask for the parent's.  Its own deadlock check
+	 * waits longer than the server's, so the terminate is the one the
+	 * deadlock aborts. */
+	PGconn *blocker = th_connect(db.url);
+	th_exec(blocker, "SET deadlock_timeout = '10s'");
+	th_exec(blocker, "BEGIN");
+	const char *cp[] = {child}, *pp[] = {parent};
+	PQclear(th_query(blocker,
+			 "SELECT 1 FROM \"WorkflowExecutions\" WHERE \"id\" ="
+			 " $1::uuid FOR NO KEY UPDATE",
+			 1, cp));
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", PQbackendPID(blocker));
+
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/terminate", parent);
+	struct async_call tc = {path, {0}};
+	pthread_t th;
+	cr_assert(pthread_create(&th, NULL, async_post, &tc) == 0);
+	/* The terminate holds the parent and waits for the child. */
+	struct lock_probe lp = {pid};
+	cr_assert(th_wait_until(WAIT_MS, blocked_by, &lp),
+		  "the terminate never waited for the child");
+	/* Waiting for the parent closes the cycle; the server's session
+	 * detects it first and is aborted.  Either way this session goes
+	 * on. */
+	PQclear(PQexecParams(blocker,
+			     "SELECT 1 FROM \"WorkflowExecutions\" WHERE \"id\""
+			     " = $1::uuid FOR NO KEY UPDATE",
+			     1, NULL, pp, NULL, NULL, 0));
+	PQclear(PQexec(blocker, "COMMIT"));
+	PQfinish(blocker);
+	pthread_join(th, NULL);
+	cr_assert_eq(tc.r.status, 200, "%s", tc.r.body);
+	th_response_free(&tc.r);
+
+	/* Answered: the cascade is done. */
+	json_t *v = get(parent);
+	cr_assert_str_eq(str(v, "status"), "TERMINATED", "%s", last_body);
+	json_decref(v);
+	v = get(child);
+	cr_assert_str_eq(str(v, "status"), "TERMINATED", "%s", last_body);
+	json_decref(v);
 }
 
 Test(subflows, with_operators)

@@ -10,7 +10,10 @@
  *     once, also while recovering populated DEFAULT partitions;
  *   - retention drops exactly the expired partitions, boundary included;
  *   - a session TimeZone/DateStyle far from UTC changes nothing;
- *   - a second pass right after the first does nothing.
+ *   - a second pass right after the first does nothing;
+ *   - around midnight of a new month, a new year and after a leap day
+ *     (clocks the tests choose): the recovery on partitions made before
+ *     midnight, and a pass one second after another across it.
  * `nodeflow partitions ensure` is the e2e tests' business; this is the
  * library.
  */
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------ helpers */
 
@@ -411,14 +415,47 @@ Test(partitions, moves_rows_of_a_future_period_out_of_a_populated_default)
 	th_db_drop(&d);
 }
 
-Test(partitions, plain_create_fails_on_populated_default_and_manager_recovers)
+static void assert_periods_covered_once(PGconn *c,
+					const struct partition_table *tables,
+					size_t n, int64_t now);
+
+/* Seconds since the epoch of a UTC date and time. */
+static int64_t
+utc(int year, int month, int day, int hour, int min, int sec)
+{
+	struct tm tm = {.tm_year = year - 1900,
+			.tm_mon = month - 1,
+			.tm_mday = day,
+			.tm_hour = hour,
+			.tm_min = min,
+			.tm_sec = sec};
+	return (int64_t)timegm(&tm);
+}
+
+/*
+ * The recovery of a populated DEFAULT, on a database whose partitions a
+ * pass at `made` created (0: the template's, made when the run began), run
+ * at `now` (0: the database's clock).  A run that begins before midnight
+ * of a month's last day and gets here after it has a template a month
+ * behind: the pass then also creates the month the template lacks, and
+ * only that.
+ */
+static void
+plain_create_then_recover(int64_t made, int64_t now)
 {
 	struct th_db d;
 	th_db_clone(&d);
 	PGconn *c = th_connect(d.url);
 	struct db *db = open_db(d.url);
 
-	int64_t now = db_now(c);
+	struct partition_table t = {"WorkflowExecutions", PERIOD_MONTH, 3, 12};
+	struct partition_report r;
+	if (made) {
+		ensure(db, &t, 1, made, &r);
+		partition_report_free(&r);
+	}
+	if (!now)
+		now = db_now(c);
 	int64_t m0 = partition_period_start(PERIOD_MONTH, now);
 	int64_t m1 = partition_period_add(PERIOD_MONTH, m0, 1);
 	int64_t m40 = partition_period_add(PERIOD_MONTH, m0, 40);
@@ -456,16 +493,26 @@ Test(partitions, plain_create_fails_on_populated_default_and_manager_recovers)
 	list_partitions(c, &before);
 	cr_assert_not(names_has(&before, cur));
 
-	struct partition_table t = {"WorkflowExecutions", PERIOD_MONTH, 3, 12};
-	struct partition_report r;
+	/* The periods of the window other than the current one that are
+	 * missing: the pass creates them too. */
+	size_t missing = 0;
+	for (int k = 1; k <= t.ahead; k++)
+		missing += partitions_with_bounds(
+				   c, "WorkflowExecutions",
+				   partition_period_add(PERIOD_MONTH, m0, k),
+				   partition_period_add(PERIOD_MONTH, m0,
+							k + 1)) == 0;
 	ensure(db, &t, 1, now, &r);
-	cr_assert_eq(r.n_created, 1, "created %zu", r.n_created);
-	cr_assert_str_eq(r.created[0], cur);
+	cr_assert_eq(r.n_created, 1 + missing, "created %zu, %zu missing",
+		     r.n_created, missing);
+	struct names created = {r.created, r.n_created};
+	cr_assert(names_has(&created, cur), "%s not created", cur);
 	cr_assert_eq(r.rows_moved, 3);
 	cr_assert_eq(r.n_dropped, 0);
 	list_partitions(c, &after);
 	assert_created_is_difference(&r, &before, &after);
 	partition_report_free(&r);
+	assert_periods_covered_once(c, &t, 1, now);
 
 	cr_assert_eq(rows_in(c, "WorkflowExecutions", cur), 3);
 	cr_assert_eq(
@@ -482,6 +529,25 @@ Test(partitions, plain_create_fails_on_populated_default_and_manager_recovers)
 	db_close(db);
 	PQfinish(c);
 	th_db_drop(&d);
+}
+
+Test(partitions, plain_create_fails_on_populated_default_and_manager_recovers)
+{
+	plain_create_then_recover(0, 0);
+}
+
+/* Twenty minutes into a month, with partitions made ten minutes before it
+ * began. */
+Test(partitions, recovers_in_a_new_month_with_partitions_of_the_last)
+{
+	plain_create_then_recover(utc(2030, 11, 30, 23, 50, 0),
+				  utc(2030, 12, 1, 0, 20, 0));
+}
+
+Test(partitions, recovers_in_a_new_year_with_partitions_of_the_last)
+{
+	plain_create_then_recover(utc(2030, 12, 31, 23, 50, 0),
+				  utc(2031, 1, 1, 0, 20, 0));
 }
 
 /* ---------------------------------------------------- concurrent runs */
@@ -1008,4 +1074,79 @@ Test(partitions, second_pass_right_after_the_first_does_nothing)
 	db_close(db);
 	PQfinish(c);
 	th_db_drop(&d);
+}
+
+/* ------------------------------------------- month and year boundaries */
+
+/* The last second of a year, then the first of the next: the second pass
+ * creates exactly the month and the hour that came into reach, names and
+ * bounds them in UTC, and drops nothing. */
+static void
+pass_across(int64_t before_midnight)
+{
+	struct th_db d;
+	th_db_clone(&d);
+	PGconn *c = th_connect(d.url);
+	struct db *db = open_db(d.url);
+
+	struct partition_table tables[] = {
+		{"WorkflowExecutions", PERIOD_MONTH, 3, 12},
+		{"WorkflowEvents", PERIOD_MONTH, 3, 12},
+		{"Timers", PERIOD_HOUR, 24, 48},
+	};
+	int64_t t0 = before_midnight, t1 = before_midnight + 1;
+	struct partition_report r;
+	ensure(db, tables, 3, t0, &r);
+	partition_report_free(&r);
+	assert_periods_covered_once(c, tables, 3, t0);
+
+	struct names before, after;
+	list_partitions(c, &before);
+	ensure(db, tables, 3, t1, &r);
+	cr_assert_eq(r.n_dropped, 0, "dropped %s",
+		     r.n_dropped ? r.dropped[0] : "");
+	cr_assert_eq(r.rows_moved, 0);
+	list_partitions(c, &after);
+	assert_created_is_difference(&r, &before, &after);
+	int64_t m0 = partition_period_start(PERIOD_MONTH, t1);
+	int64_t h0 = partition_period_start(PERIOD_HOUR, t1);
+	cr_assert_eq(m0, t1, "t1 is no month start");
+	char *want[] = {
+		part_name(c, "WorkflowExecutions", PERIOD_MONTH,
+			  partition_period_add(PERIOD_MONTH, m0, 3)),
+		part_name(c, "WorkflowEvents", PERIOD_MONTH,
+			  partition_period_add(PERIOD_MONTH, m0, 3)),
+		part_name(c, "Timers", PERIOD_HOUR,
+			  partition_period_add(PERIOD_HOUR, h0, 24)),
+	};
+	struct names created = {r.created, r.n_created};
+	cr_assert_eq(r.n_created, 3, "created %zu", r.n_created);
+	for (int i = 0; i < 3; i++) {
+		cr_assert(names_has(&created, want[i]), "%s not created",
+			  want[i]);
+		free(want[i]);
+	}
+	partition_report_free(&r);
+	assert_periods_covered_once(c, tables, 3, t1);
+
+	names_free(&before);
+	names_free(&after);
+	db_close(db);
+	PQfinish(c);
+	th_db_drop(&d);
+}
+
+Test(partitions, a_pass_after_midnight_of_a_new_month)
+{
+	pass_across(utc(2030, 11, 30, 23, 59, 59));
+}
+
+Test(partitions, a_pass_after_midnight_of_a_new_year)
+{
+	pass_across(utc(2030, 12, 31, 23, 59, 59));
+}
+
+Test(partitions, a_pass_after_midnight_of_a_leap_day)
+{
+	pass_across(utc(2032, 2, 29, 23, 59, 59));
 }

@@ -3,8 +3,10 @@
  * statement registry prepares in full on a migrated database and fails,
  * naming the statement, on an unmigrated one; the jsonb funnel makes a NUL
  * storable; "IdempotencyKeys" actually constrains (and the partitioned
- * alternative would not); PostgreSQL 15 is refused; and the connection pool
- * hands out, recycles, replaces and fails fast as pool.h says.
+ * alternative would not); PostgreSQL 15 is refused; the connection pool
+ * hands out, recycles, replaces and fails fast as pool.h says; and a
+ * transaction in which a statement failed does not commit, even when the
+ * caller let the failure pass.
  */
 #include "harness.h"
 
@@ -155,6 +157,42 @@ Test(json, nul_round_trips_through_the_funnel, .init = setup_clone,
 	free(text);
 	free(raw);
 	json_decref(v);
+}
+
+/* ---------------------------------------------------------- transactions */
+
+Test(commit, fails_after_a_failed_statement, .init = setup_clone,
+     .fini = teardown)
+{
+	struct db *db;
+	struct err e = ERR_INIT;
+	cr_assert(db_open(&db, tdb.url, DB_PLAIN, &e), "%s", e.msg);
+	cr_assert(db_begin(db, &e), "%s", e.msg);
+	cr_assert(db_exec_script(db, "CREATE TABLE \"kept\" (\"x\" int)", &e),
+		  "%s", e.msg);
+	/* A failure its caller ignores: PostgreSQL would answer COMMIT with
+	 * ROLLBACK, and no error. */
+	struct err ignored = ERR_INIT;
+	cr_assert_not(db_exec_script(db, "SELECT 1/0", &ignored));
+	cr_assert_not(db_commit(db, &e));
+	cr_assert_str_eq(e.sqlstate, "25P02");
+	/* Rolled back, and the connection is usable again. */
+	cr_assert(db_healthy(db));
+	cr_assert_eq(th_int(conn,
+			    "SELECT count(*) FROM \"pg_catalog\".\"pg_class\""
+			    " WHERE \"relname\" = 'kept'",
+			    0, NULL),
+		     0);
+	cr_assert(db_begin(db, &e), "%s", e.msg);
+	cr_assert(db_exec_script(db, "CREATE TABLE \"kept\" (\"x\" int)", &e),
+		  "%s", e.msg);
+	cr_assert(db_commit(db, &e), "%s", e.msg);
+	cr_assert_eq(th_int(conn,
+			    "SELECT count(*) FROM \"pg_catalog\".\"pg_class\""
+			    " WHERE \"relname\" = 'kept'",
+			    0, NULL),
+		     1);
+	db_close(db);
 }
 
 /* ------------------------------------------------------------ idempotency */
