@@ -2,7 +2,9 @@
 
 #include "engine/workers.h"
 #include "http/api.h"
+#include "http/app.h"
 #include "http/fields.h"
+#include "http/task_logs.h"
 #include "platform/namespaces.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
@@ -127,6 +129,19 @@ task_id(struct http_request *req, struct http_response *res)
 	return id;
 }
 
+/* A result's optional `logs` (http/task_logs.h); *lines NULL when none. */
+static bool
+result_logs(struct http_request *req, const json_t *body, const char *path,
+	    json_t **lines, struct err *e)
+{
+	const json_t *logs = json_object_get(body, "logs");
+	*lines = NULL;
+	if (!logs || json_is_null(logs))
+		return true;
+	return task_logs_parse(logs, path, ((struct app *)req->app)->cfg, lines,
+			       e);
+}
+
 static void
 result(struct http_request *req, struct http_response *res,
        enum task_result_status fixed, bool is_fail)
@@ -146,9 +161,16 @@ result(struct http_request *req, struct http_response *res,
 		enum task_result_status st = fixed;
 		if (is_fail && terminal)
 			st = RESULT_FAILED_WITH_TERMINAL_ERROR;
-		if (!invalid(res, &errs)) {
+		json_t *lines = NULL;
+		struct err e = ERR_INIT;
+		if (invalid(res, &errs)) {
+			/* answered */
+		} else if (!result_logs(req, c.body, "$.logs", &lines, &e) ||
+			   !task_logs_store(c.db, ((struct app *)req->app)->cfg,
+					    c.ns_id, NULL, id, lines, &e)) {
+			http_error(res, &e);
+		} else {
 			json_t *empty = json_object();
-			struct err e = ERR_INIT;
 			if (workers_result(c.db, &c.q, id, worker, st,
 					   output ? output : empty, reason,
 					   &e)) {
@@ -165,6 +187,7 @@ result(struct http_request *req, struct http_response *res,
 			}
 			json_decref(empty);
 		}
+		json_decref(lines);
 	}
 	end(req, &c);
 }
@@ -306,7 +329,25 @@ queues_results(struct http_request *req, struct http_response *res)
 				       one.items[k].message);
 		dsl_errors_free(&one);
 	}
-	if (!invalid(res, &errs)) {
+	/* Every result's logs are read before any result applies, so a
+	 * refused line refuses the request and changes nothing. */
+	json_t *batch_logs = json_array();
+	struct err le = ERR_INIT;
+	if (!errs.n) {
+		json_array_foreach (list, i, r) {
+			char path[64];
+			json_t *lines = NULL;
+			snprintf(path, sizeof(path), "$.results[%zu].logs", i);
+			if (!result_logs(req, r, path, &lines, &le))
+				break;
+			json_array_append_new(batch_logs,
+					      lines ? lines : json_null());
+		}
+	}
+	if (le.code != ERR_OK) {
+		dsl_errors_free(&errs);
+		http_error(res, &le);
+	} else if (!invalid(res, &errs)) {
 		json_t *out = json_array();
 		json_t *empty = json_object();
 		json_array_foreach (list, i, r) {
@@ -323,11 +364,16 @@ queues_results(struct http_request *req, struct http_response *res)
 					? RESULT_FAILED
 					: RESULT_FAILED_WITH_TERMINAL_ERROR;
 			struct err e = ERR_INIT;
-			bool ok = workers_result(
-				c.db, &c.q, tid,
-				json_string_value(
-					json_object_get(r, "workerId")),
-				rs, output ? output : empty, reason, &e);
+			bool ok = task_logs_store(
+					  c.db, ((struct app *)req->app)->cfg,
+					  c.ns_id, NULL, tid,
+					  json_array_get(batch_logs, i), &e) &&
+				  workers_result(
+					  c.db, &c.q, tid,
+					  json_string_value(json_object_get(
+						  r, "workerId")),
+					  rs, output ? output : empty, reason,
+					  &e);
 			json_t *item =
 				json_pack("{s:s,s:b}", "taskId", tid, "ok", ok);
 			if (!ok)
@@ -343,5 +389,6 @@ queues_results(struct http_request *req, struct http_response *res)
 		json_decref(body);
 		json_decref(empty);
 	}
+	json_decref(batch_logs);
 	end(req, &c);
 }
