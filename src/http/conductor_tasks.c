@@ -510,7 +510,9 @@ cond_tasks_log_add(struct http_request *req, struct http_response *res)
 	const char *id = cond_path_uuid(req, res, "taskId", "task");
 	if (!id)
 		return;
-	if ((long)req->body_len > app->cfg->task_log_max_bytes + 2) {
+	/* A cheap early refusal of what cannot fit even as a JSON string of
+	 * escapes (six bytes a byte); the line itself is measured below. */
+	if ((long)req->body_len > 6 * app->cfg->task_log_max_bytes + 2) {
 		cond_fail(res, ERR_TOO_LARGE,
 			  "the log is %zu bytes; a log line is at most %ld "
 			  "bytes",
@@ -525,6 +527,15 @@ cond_tasks_log_add(struct http_request *req, struct http_response *res)
 	json_decref(parsed);
 	if (!text) {
 		cond_fail(res, ERR_INVALID, "the log is not valid UTF-8");
+		return;
+	}
+	if ((long)json_string_length(text) > app->cfg->task_log_max_bytes) {
+		cond_fail(res, ERR_TOO_LARGE,
+			  "the log is %zu bytes; a log line is at most %ld "
+			  "bytes",
+			  json_string_length(text),
+			  app->cfg->task_log_max_bytes);
+		json_decref(text);
 		return;
 	}
 	struct err e = ERR_INIT;

@@ -415,6 +415,8 @@ Test(conductor, log_routes_and_task_results)
 	memset(big, 'x', 100);
 	big[100] = '\0';
 	cr_assert_eq(raw("POST", path, big, out, sizeof(out)), 413, "%s", out);
+	cr_assert(strstr(out, "the log is 100 bytes; a log line is at most 64"),
+		  "%s", out);
 	cr_assert_eq(raw("POST", path, "4", out, sizeof(out)), 200, "%s", out);
 	cr_assert_eq(raw("POST", path, "5", out, sizeof(out)), 200, "%s", out);
 	cr_assert_eq(raw("POST", path, "6", out, sizeof(out)), 409, "%s", out);
