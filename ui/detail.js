@@ -1,6 +1,6 @@
 // Execution detail: status and timings, the graph coloured by task status,
-// a timeline of tasks and attempts, the attempts of a chosen task, the
-// history streaming live, the sub-workflow tree, the JSON of input,
+// a timeline of tasks and attempts, the attempts of a chosen task (each
+// with its log lines, GET tasks/{id}/logs), the history streaming live, the sub-workflow tree, the JSON of input,
 // output and variables, and the actions (each confirmed, the server's
 // refusal shown).  The history kept in the page is bounded (MAX_EVENTS);
 // leaving the page closes the stream.
@@ -12,6 +12,8 @@ import { jsonView } from './json.js';
 import { drawGraph, legend } from './graph.js';
 
 const MAX_EVENTS = 500;
+const MAX_LOG_LINES = 200;   // shown per attempt
+const MAX_LOG_ATTEMPTS = 20; // the latest attempts whose logs are read
 const OPEN = new Set(['SCHEDULED', 'IN_PROGRESS']);
 
 export async function detailPage(view, { parts, params }) {
@@ -21,6 +23,10 @@ export async function detailPage(view, { parts, params }) {
   try { def = await get(`workflow-definitions/${encodeURIComponent(wf.name)}/versions/${wf.version}`); }
   catch { def = null; }
   let selected = params.get('task') || null;
+  // Log lines by task id, with the attempt's status when read: an open
+  // attempt's are read again on each refresh (its worker may still be
+  // logging), a finished one's once more after it finished, then kept.
+  const logCache = new Map();
   const events = [];
   let lastSeq = 0;
 
@@ -191,9 +197,40 @@ export async function detailPage(view, { parts, params }) {
           h('dt', {}, 'Ran for'), h('dd', {}, t.startedAt ? fmtDuration(duration(t.startedAt, t.endedAt)) : '—'),
           h('dt', {}, 'Reason'), h('dd', {}, t.reason || '—'),
           t.subWorkflowId ? [h('dt', {}, 'Sub-workflow'), h('dd', {}, h('a', { href: href('/executions/' + t.subWorkflowId), class: 'mono sub-link' }, t.subWorkflowId))] : null),
+        t.id && attempts.length - attempts.indexOf(t) <= MAX_LOG_ATTEMPTS ? logsBox(t) : null,
         h('details', {}, h('summary', {}, 'Input'), jsonView(t.input || {}, { label: 'task input' })),
         h('details', { open: !!t.output && Object.keys(t.output).length > 0 }, h('summary', {}, 'Output'), jsonView(t.output || {}, { label: 'task output' }))));
     }
+  }
+
+  // The attempt's log lines, filled in when read.
+  function logsBox(t) {
+    const box = h('div', { class: 'task-logs', 'data-task': t.id });
+    const fill = (r) => {
+      clear(box);
+      if (r.error) { box.append(r.error.noRoute ? notAvailable('Task logs') : errorBox(r.error)); return; }
+      const items = r.items || [];
+      if (!items.length) { box.append(h('p', { class: 'muted' }, 'No log lines.')); return; }
+      const list = h('ol', { class: 'log-lines' });
+      for (const l of items) {
+        list.append(h('li', {}, h('span', { class: 'muted' }, fmtTime(l.createdAt)), ' ', h('span', { class: 'mono' }, l.log)));
+      }
+      box.append(h('details', { open: true }, h('summary', {}, `Logs (${items.length}${r.nextAfter ? '+' : ''})`), list));
+      if (r.nextAfter) box.append(h('p', { class: 'muted' }, `the first ${MAX_LOG_LINES} lines; GET …/tasks/${t.id}/logs?after=${r.nextAfter} for more`));
+    };
+    const cached = logCache.get(t.id);
+    if (cached) fill(cached.r);
+    else box.append(h('p', { class: 'muted' }, 'Reading logs…'));
+    if (!cached || OPEN.has(t.status) || cached.status !== t.status) {
+      const status = t.status;
+      get(`tasks/${encodeURIComponent(t.id)}/logs${query({ limit: MAX_LOG_LINES })}`)
+        .then(r => r, e => ({ error: e }))
+        .then(r => {
+          if (!r.error || r.error.noRoute) logCache.set(t.id, { r, status });
+          fill(r);
+        });
+    }
+    return box;
   }
 
   function renderHistory() {

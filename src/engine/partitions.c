@@ -25,6 +25,9 @@ partitions_tables(const struct config *cfg,
 	out[2] = (struct partition_table){"Timers", PERIOD_HOUR,
 					  (int)cfg->timers_hours_ahead,
 					  (int)cfg->timers_retention_hours};
+	out[3] = (struct partition_table){"TaskLogs", PERIOD_MONTH,
+					  (int)cfg->task_logs_months_ahead,
+					  (int)cfg->task_logs_retention_months};
 }
 
 int64_t

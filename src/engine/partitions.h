@@ -46,7 +46,7 @@ struct partition_table {
 	int retention; /* past periods kept before the current one */
 };
 
-enum { PARTITION_TABLES = 3 };
+enum { PARTITION_TABLES = 4 };
 
 struct partition_report {
 	char **created;

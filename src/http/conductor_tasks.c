@@ -3,10 +3,13 @@
 #include "engine/decide_loop.h"
 #include "engine/dsl.h"
 #include "engine/workers.h"
+#include "http/app.h"
 #include "http/conductor.h"
 #include "http/fields.h"
+#include "http/task_logs.h"
 #include "store/conductor_repo.h"
 #include "store/subflows_repo.h"
+#include "store/task_logs_repo.h"
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
@@ -23,8 +26,6 @@ enum {
 	MAX_REASON = 8192,
 	MAX_POLL_COUNT = 1000,
 	MAX_WAIT_MS = 60000,
-	MAX_LOG = 65536,
-	MAX_LOGS = 1000,
 };
 
 /* Without a workerid the poll is still served, under this name. */
@@ -159,52 +160,26 @@ struct task_result {
 	const char *reason;
 	double callback_after;
 	bool extend_lease;
-	json_t *logs; /* [{log, createdTime, taskId}] or NULL; owned */
+	json_t *logs; /* [{log, createdTime}] or NULL; owned */
+	const struct config *cfg;
 };
 
-static void
-read_logs(const json_t *body, const char *task_id, struct task_result *r,
-	  struct dsl_errors *errs)
+/* The result's logs, read by the rules of every task log route
+ * (http/task_logs.h); false with e set when they break one. */
+static bool
+read_logs(const json_t *body, const struct config *cfg, struct task_result *r,
+	  struct err *e)
 {
 	const json_t *logs = json_object_get(body, "logs");
 	if (!logs || json_is_null(logs))
-		return;
-	if (!json_is_array(logs) || json_array_size(logs) > MAX_LOGS) {
-		dsl_errors_add(errs, "$.logs",
-			       "must be an array of at most %d logs", MAX_LOGS);
-		return;
-	}
-	r->logs = json_array();
-	size_t i;
-	const json_t *l;
-	json_array_foreach (logs, i, l) {
-		const json_t *text =
-			json_is_object(l) ? json_object_get(l, "log") : l;
-		if (!json_is_string(text) ||
-		    json_string_length(text) > MAX_LOG) {
-			dsl_errors_add(errs, "$.logs",
-				       "item %zu: log must be a string of at "
-				       "most %d bytes",
-				       i, MAX_LOG);
-			continue;
-		}
-		const json_t *at = json_is_object(l)
-					   ? json_object_get(l, "createdTime")
-					   : NULL;
-		json_array_append_new(
-			r->logs,
-			json_pack("{s:O,s:I,s:s}", "log", text, "createdTime",
-				  json_is_integer(at)
-					  ? json_integer_value(at)
-					  : (json_int_t)(wall_us() / 1000),
-				  "taskId", task_id ? task_id : ""));
-	}
+		return true;
+	return task_logs_parse(logs, "$.logs", cfg, &r->logs, e);
 }
 
 /* Reads a TaskResult; answers 400 and returns false when it is not one. */
 static bool
-read_result(const json_t *body, struct http_response *res,
-	    struct task_result *r)
+read_result(const json_t *body, const struct config *cfg,
+	    struct http_response *res, struct task_result *r)
 {
 	struct dsl_errors errs = {0};
 	memset(r, 0, sizeof(*r));
@@ -234,7 +209,12 @@ read_result(const json_t *body, struct http_response *res,
 					      0, 31536000, &errs);
 	if (!json_is_null(json_object_get(body, "extendLease")))
 		r->extend_lease = field_bool(body, "extendLease", false, &errs);
-	read_logs(body, r->task_id, r, &errs);
+	r->cfg = cfg;
+	struct err le = ERR_INIT;
+	if (!errs.n && !read_logs(body, cfg, r, &le)) {
+		cond_error(res, &le);
+		return false;
+	}
 	if (errs.n) {
 		cond_fail_validation(res, "invalid TaskResult", &errs);
 		dsl_errors_free(&errs);
@@ -258,15 +238,10 @@ apply_result(struct cond_call *c, struct http_response *res,
 	struct err e = ERR_INIT;
 	struct queue_ref q = {c->ns_id, c->ns_name, loc->def_name};
 	*terminal = false;
-	if (r->logs && json_array_size(r->logs)) {
-		char *logs = json_db_text(r->logs);
-		bool ok = cond_task_logs_add(c->db, c->ns_id, loc->workflow_id,
-					     loc->task_id, logs, &e);
-		free(logs);
-		if (!ok) {
-			cond_error(res, &e);
-			return false;
-		}
+	if (!task_logs_store(c->db, r->cfg, c->ns_id, loc->workflow_id,
+			     loc->task_id, r->logs, &e)) {
+		cond_error(res, &e);
+		return false;
 	}
 	/* Conductor ignores an update of a finished task. */
 	if (task_finished(loc->status))
@@ -371,7 +346,7 @@ update(struct http_request *req, struct http_response *res, bool v2)
 	struct cond_call c = {0};
 	struct cond_task_loc loc = {0};
 	cond_drop_nulls(body);
-	if (!read_result(body, res, &r)) {
+	if (!read_result(body, ((struct app *)req->app)->cfg, res, &r)) {
 		json_decref(body);
 		return;
 	}
@@ -531,12 +506,17 @@ cond_tasks_get(struct http_request *req, struct http_response *res)
 void
 cond_tasks_log_add(struct http_request *req, struct http_response *res)
 {
+	const struct app *app = req->app;
 	const char *id = cond_path_uuid(req, res, "taskId", "task");
 	if (!id)
 		return;
-	if (req->body_len > MAX_LOG) {
-		cond_fail(res, ERR_INVALID, "a log is at most %d bytes",
-			  MAX_LOG);
+	/* A cheap early refusal of what cannot fit even as a JSON string of
+	 * escapes (six bytes a byte); the line itself is measured below. */
+	if ((long)req->body_len > 6 * app->cfg->task_log_max_bytes + 2) {
+		cond_fail(res, ERR_TOO_LARGE,
+			  "the log is %zu bytes; a log line is at most %ld "
+			  "bytes",
+			  req->body_len, app->cfg->task_log_max_bytes);
 		return;
 	}
 	json_t *parsed =
@@ -549,29 +529,44 @@ cond_tasks_log_add(struct http_request *req, struct http_response *res)
 		cond_fail(res, ERR_INVALID, "the log is not valid UTF-8");
 		return;
 	}
-	json_t *logs = json_pack("[{s:o,s:I,s:s}]", "log", text, "createdTime",
-				 (json_int_t)(wall_us() / 1000), "taskId", id);
+	if ((long)json_string_length(text) > app->cfg->task_log_max_bytes) {
+		cond_fail(res, ERR_TOO_LARGE,
+			  "the log is %zu bytes; a log line is at most %ld "
+			  "bytes",
+			  json_string_length(text),
+			  app->cfg->task_log_max_bytes);
+		json_decref(text);
+		return;
+	}
+	struct err e = ERR_INIT;
+	json_t *one = json_pack("[o]", text), *lines = NULL;
+	if (!task_logs_parse(one, "the log", app->cfg, &lines, &e)) {
+		cond_error(res, &e);
+		json_decref(one);
+		return;
+	}
+	json_decref(one);
 	struct cond_call c = {0};
 	struct cond_task_loc loc = {0};
 	if (cond_begin(req, res, &c)) {
-		struct err e = ERR_INIT;
-		char *db_text = json_db_text(logs);
 		if (cond_task_locate(c.db, c.ns_id, NULL, id, &loc, &e) &&
-		    cond_task_logs_add(c.db, c.ns_id, loc.workflow_id, id,
-				       db_text, &e))
+		    task_logs_store(c.db, app->cfg, c.ns_id, loc.workflow_id,
+				    id, lines, &e))
 			cond_ok_empty(res);
 		else
 			cond_error(res, &e);
-		free(db_text);
 	}
 	cond_end(req, &c);
 	cond_task_loc_free(&loc);
-	json_decref(logs);
+	json_decref(lines);
 }
 
+/* GET /api/tasks/{taskId}/log: [{log, taskId, createdTime}], oldest
+ * first. */
 void
 cond_tasks_logs(struct http_request *req, struct http_response *res)
 {
+	const struct app *app = req->app;
 	const char *id = cond_path_uuid(req, res, "taskId", "task");
 	if (!id)
 		return;
@@ -581,8 +576,9 @@ cond_tasks_logs(struct http_request *req, struct http_response *res)
 		struct err e = ERR_INIT;
 		char *logs;
 		if (cond_task_locate(c.db, c.ns_id, NULL, id, &loc, &e) &&
-		    cond_task_logs_json(c.db, c.ns_id, loc.workflow_id, id,
-					&logs, &e))
+		    task_logs_list(c.db, c.ns_id, loc.workflow_id, id, 0,
+				   (int)app->cfg->task_logs_max_per_task, true,
+				   &logs, &e))
 			cond_json_text(res, logs);
 		else
 			cond_error(res, &e);

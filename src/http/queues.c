@@ -2,7 +2,9 @@
 
 #include "engine/workers.h"
 #include "http/api.h"
+#include "http/app.h"
 #include "http/fields.h"
+#include "http/task_logs.h"
 #include "platform/namespaces.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
@@ -127,6 +129,19 @@ task_id(struct http_request *req, struct http_response *res)
 	return id;
 }
 
+/* A result's optional `logs` (http/task_logs.h); *lines NULL when none. */
+static bool
+result_logs(struct http_request *req, const json_t *body, const char *path,
+	    json_t **lines, struct err *e)
+{
+	const json_t *logs = json_object_get(body, "logs");
+	*lines = NULL;
+	if (!logs || json_is_null(logs))
+		return true;
+	return task_logs_parse(logs, path, ((struct app *)req->app)->cfg, lines,
+			       e);
+}
+
 static void
 result(struct http_request *req, struct http_response *res,
        enum task_result_status fixed, bool is_fail)
@@ -146,9 +161,16 @@ result(struct http_request *req, struct http_response *res,
 		enum task_result_status st = fixed;
 		if (is_fail && terminal)
 			st = RESULT_FAILED_WITH_TERMINAL_ERROR;
-		if (!invalid(res, &errs)) {
+		json_t *lines = NULL;
+		struct err e = ERR_INIT;
+		if (invalid(res, &errs)) {
+			/* answered */
+		} else if (!result_logs(req, c.body, "$.logs", &lines, &e) ||
+			   !task_logs_store(c.db, ((struct app *)req->app)->cfg,
+					    c.ns_id, NULL, id, lines, &e)) {
+			http_error(res, &e);
+		} else {
 			json_t *empty = json_object();
-			struct err e = ERR_INIT;
 			if (workers_result(c.db, &c.q, id, worker, st,
 					   output ? output : empty, reason,
 					   &e)) {
@@ -165,6 +187,7 @@ result(struct http_request *req, struct http_response *res,
 			}
 			json_decref(empty);
 		}
+		json_decref(lines);
 	}
 	end(req, &c);
 }
@@ -306,7 +329,25 @@ queues_results(struct http_request *req, struct http_response *res)
 				       one.items[k].message);
 		dsl_errors_free(&one);
 	}
-	if (!invalid(res, &errs)) {
+	/* Every result's logs are read before any result applies, so a
+	 * refused line refuses the request and changes nothing. */
+	json_t *batch_logs = json_array();
+	struct err le = ERR_INIT;
+	if (!errs.n) {
+		json_array_foreach (list, i, r) {
+			char path[64];
+			json_t *lines = NULL;
+			snprintf(path, sizeof(path), "$.results[%zu].logs", i);
+			if (!result_logs(req, r, path, &lines, &le))
+				break;
+			json_array_append_new(batch_logs,
+					      lines ? lines : json_null());
+		}
+	}
+	if (le.code != ERR_OK) {
+		dsl_errors_free(&errs);
+		http_error(res, &le);
+	} else if (!invalid(res, &errs)) {
 		json_t *out = json_array();
 		json_t *empty = json_object();
 		size_t n = json_array_size(list);
@@ -331,7 +372,26 @@ queues_results(struct http_request *req, struct http_response *res)
 					json_object_get(r, "reason")),
 			};
 		}
-		workers_results(c.db, &c.q, items, n);
+		/* Each result's logs first (kept even when its result is then
+		 * refused); the results whose logs were taken go together. */
+		struct worker_result *go = xcalloc(n, sizeof(*go));
+		size_t *at = xcalloc(n, sizeof(*at));
+		size_t m = 0;
+		for (i = 0; i < n; i++) {
+			items[i].e = (struct err)ERR_INIT;
+			if (!task_logs_store(c.db, ((struct app *)req->app)->cfg,
+					     c.ns_id, NULL, items[i].task_id,
+					     json_array_get(batch_logs, i),
+					     &items[i].e))
+				continue;
+			at[m] = i;
+			go[m++] = items[i];
+		}
+		workers_results(c.db, &c.q, go, m);
+		for (size_t k = 0; k < m; k++)
+			items[at[k]] = go[k];
+		free(go);
+		free(at);
 		for (i = 0; i < n; i++) {
 			json_t *item =
 				json_pack("{s:s,s:b}", "taskId",
@@ -351,5 +411,6 @@ queues_results(struct http_request *req, struct http_response *res)
 		json_decref(body);
 		json_decref(empty);
 	}
+	json_decref(batch_logs);
 	end(req, &c);
 }

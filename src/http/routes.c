@@ -10,6 +10,7 @@
 #include "http/sinks.h"
 #include "http/sse.h"
 #include "http/summary.h"
+#include "http/task_logs.h"
 #include "http/ui.h"
 #include "http/workflows.h"
 
@@ -67,6 +68,8 @@ const struct http_route http_routes[] = {
 	/* summaries for the dashboard (http/summary.c) */
 	{"GET", "/v1/ns/{ns}/queues", summary_queues},
 	{"GET", "/v1/ns/{ns}/stats", summary_stats},
+	{"POST", "/v1/ns/{ns}/tasks/{taskId}/logs", task_logs_post},
+	{"GET", "/v1/ns/{ns}/tasks/{taskId}/logs", task_logs_get},
 
 	/* the dashboard's embedded files (http/ui.c) */
 	{"GET", "/", ui_index},

@@ -217,6 +217,20 @@ static const struct config_def defs[] = {
 	    "NODEFLOW_CACHE_PRUNE_INTERVAL_SECONDS", "3600", 1, 86400,
 	    cache_prune_interval_seconds,
 	    "how often expired task output cache entries are deleted"),
+	INT("task-log-max-bytes", "NODEFLOW_TASK_LOG_MAX_BYTES", "16384", 64,
+	    1048576, task_log_max_bytes,
+	    "longest task log line accepted (UTF-8 bytes); a longer one is "
+	    "refused with 413"),
+	INT("task-logs-max-per-task", "NODEFLOW_TASK_LOGS_MAX_PER_TASK", "1000",
+	    1, 100000, task_logs_max_per_task,
+	    "log lines kept per task attempt; appending past it is refused "
+	    "with 409"),
+	INT("task-logs-months-ahead", "NODEFLOW_TASK_LOGS_MONTHS_AHEAD", "3", 1,
+	    120, task_logs_months_ahead,
+	    "monthly TaskLogs partitions kept ready ahead of now"),
+	INT("task-logs-retention-months", "NODEFLOW_TASK_LOGS_RETENTION_MONTHS",
+	    "12", 1, 1200, task_logs_retention_months,
+	    "TaskLogs partitions older than this many months are dropped"),
 };
 
 static bool

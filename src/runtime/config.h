@@ -78,6 +78,10 @@ struct config {
 	long payload_gc_interval_ms;
 	long payload_gc_grace_seconds;
 	long cache_prune_interval_seconds;
+	long task_log_max_bytes;
+	long task_logs_max_per_task;
+	long task_logs_months_ahead;
+	long task_logs_retention_months;
 };
 
 /* Fills c from the defaults and the NODEFLOW_* environment. */

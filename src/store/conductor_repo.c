@@ -413,47 +413,6 @@ cond_queue_size(struct db *db, const char *queue, int64_t *n, struct err *e)
 	return true;
 }
 
-DB_STMT(cond_logs_add_stmt,
-	"WITH s0 AS (SELECT t.\"id\", t.\"workflowId\", l.\"v\" AS \"log\""
-	"   FROM \"TaskExecutions\" t, jsonb_array_elements($4::jsonb)"
-	"   WITH ORDINALITY AS l(\"v\", \"n\")"
-	"   WHERE t.\"namespaceId\" = $1::uuid AND t.\"workflowId\" = $2::uuid"
-	"   AND t.\"id\" = $3::uuid ORDER BY l.\"n\"),"
-	" s1 AS (SELECT * FROM s0)," EVENTS_FROM(
-		"s1", "'TASK_LOG'",
-		"s.\"log\"") " SELECT (SELECT count(*) FROM \"TaskExecutions\" t"
-			     " WHERE t.\"namespaceId\" = $1::uuid AND t.\"workflowId\" = $2::uuid"
-			     " AND t.\"id\" = $3::uuid)");
-
-bool
-cond_task_logs_add(struct db *db, const char *ns_id, const char *wf_id,
-		   const char *task_id, const char *logs_json, struct err *e)
-{
-	const char *p[] = {ns_id, wf_id, task_id, logs_json};
-	PGresult *res = db_exec(db, &cond_logs_add_stmt, 4, p, e);
-	if (!res)
-		return false;
-	bool found = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
-	PQclear(res);
-	if (!found)
-		err_set(e, ERR_NOT_FOUND, "task %s not found", task_id);
-	return found;
-}
-
-DB_STMT(cond_logs_stmt,
-	"SELECT coalesce(jsonb_agg(v.\"data\" ORDER BY v.\"seq\"), '[]')::text"
-	" FROM \"WorkflowEvents\" v WHERE v.\"workflowId\" = $2::uuid"
-	" AND v.\"namespaceId\" = $1::uuid AND v.\"taskId\" = $3::uuid"
-	" AND v.\"type\" = 'TASK_LOG' AND " SQL_EVENT_WINDOW("v", "$2::uuid"));
-
-bool
-cond_task_logs_json(struct db *db, const char *ns_id, const char *wf_id,
-		    const char *task_id, char **json_out, struct err *e)
-{
-	const char *p[] = {ns_id, wf_id, task_id};
-	return one_text(db, db_exec(db, &cond_logs_stmt, 3, p, e), json_out, e);
-}
-
 /* clang-format off */
 struct db_stmt *const conductor_repo_stmts[] = {
 	&cond_task_locate_stmt,
@@ -466,8 +425,6 @@ struct db_stmt *const conductor_repo_stmts[] = {
 	&cond_running_stmt,
 	&cond_task_progress_stmt,
 	&cond_queue_size_stmt,
-	&cond_logs_add_stmt,
-	&cond_logs_stmt,
 	NULL,
 };
 /* clang-format on */

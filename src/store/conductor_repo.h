@@ -3,11 +3,11 @@
  * native API does not: finding a task by its id alone or by reference name,
  * tasks and workflows shaped as Conductor's Task and Workflow JSON (times in
  * epoch milliseconds, retryCount = attempt, seq), the search result of
- * GET /api/workflow/search, correlated and running workflows, queue sizes,
- * and task logs (kept as TASK_LOG events in the workflow's history).
+ * GET /api/workflow/search, correlated and running workflows and queue
+ * sizes.  Task logs are task_logs_repo's.
  *
  * Writes go through the same repositories as the native API (queue_repo,
- * actions_repo, executions_repo); the only writes here are log events.
+ * actions_repo, executions_repo, task_logs_repo).
  *
  * Finding a task by id alone: "TaskExecutions" is hash-partitioned on
  * "workflowId" with no index on "id".  A task's id is a UUIDv7 minted within
@@ -99,14 +99,5 @@ bool cond_task_progress(struct db *db, const char *ns_id, const char *wf_id,
 /* Tasks of queue waiting for a worker (deferred ones included). */
 bool cond_queue_size(struct db *db, const char *queue, int64_t *n,
 		     struct err *e);
-
-/* Appends logs (JSON array of {log, createdTime, taskId}) to the task's
- * workflow history as TASK_LOG events. */
-bool cond_task_logs_add(struct db *db, const char *ns_id, const char *wf_id,
-			const char *task_id, const char *logs_json,
-			struct err *e);
-/* The task's logs, oldest first, as a JSON array. */
-bool cond_task_logs_json(struct db *db, const char *ns_id, const char *wf_id,
-			 const char *task_id, char **json_out, struct err *e);
 
 #endif

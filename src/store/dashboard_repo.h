@@ -6,8 +6,9 @@
  * Every statement is bounded whatever the size of the tables: queue depths
  * are counted up to DASHBOARD_COUNT_CAP rows (off the partial dequeue
  * index), the statistics read the executions started in the window
- * through the ("namespaceId", "startedAt") index, at most
- * DASHBOARD_STATS_ROWS of them (the answer says "sampled" when it stopped
+ * through the ("namespaceId", "startedAt") index and those that ended in
+ * it through the partial ("namespaceId", "endedAt") index, at most
+ * DASHBOARD_STATS_ROWS of each (the answer says "sampled" when it stopped
  * there), and lists are capped.
  *
  * Threads: the caller's connection.  Ownership: the returned JSON text is
@@ -41,8 +42,11 @@ bool dashboard_queues(struct db *db, const char *ns_id, const char *ns_name,
 
 /* {"minutes","sampled","buckets":[{"at","started","completed","failed"}…],
  * "slowest":[{"name","count","avgSeconds","maxSeconds"}…],
- * "mostFailing":[{"name","total","failed"}…]} over the executions started
- * in the last `minutes` minutes. */
+ * "mostFailing":[{"name","total","failed"}…]} over the last `minutes`
+ * minutes: "started" counts the executions by the minute they started;
+ * "completed", "failed", "slowest" and "mostFailing" are over the
+ * executions that ended in the window (by "endedAt"), whenever they
+ * started. */
 bool dashboard_stats(struct db *db, const char *ns_id, int minutes,
 		     char **json_out, struct err *e);
 

@@ -184,23 +184,48 @@ exec_get_json(struct db *db, const char *ns_id, const char *id,
  * plan_cache_mode = force_custom_plan so each call is planned with its
  * values and picks the index that fits them.
  */
+/* Every filter of the list but the status; x is the table's alias. */
+#define LIST_FILTERS(x)                                                   \
+	x ".\"namespaceId\" = $1::uuid"                                   \
+	  " AND ($3::text IS NULL OR " x ".\"defName\" = $3::text)"       \
+	  " AND ($4::text IS NULL OR " x ".\"correlationId\" = $4::text)" \
+	  " AND ($5::timestamptz IS NULL OR " x                           \
+	  ".\"startedAt\" >= $5::timestamptz)"                            \
+	  " AND ($6::timestamptz IS NULL OR " x                           \
+	  ".\"startedAt\" < $6::timestamptz)"                             \
+	  " AND ($7::jsonb IS NULL OR " x ".\"input\" @> $7::jsonb)"      \
+	  " AND ($8::jsonb IS NULL OR " x ".\"output\" @> $8::jsonb)"     \
+	  " AND ($9::timestamptz IS NULL OR (" x ".\"startedAt\", " x     \
+	  ".\"id\") < ($9::timestamptz, $10::uuid))"                      \
+	  " ORDER BY " x ".\"startedAt\" DESC, " x                        \
+	  ".\"id\" DESC LIMIT $11::int"
+
+/* Without statuses: the newest-first index, read up to the page's size
+ * ($2 is NULL, named only so both statements take the same parameters). */
 DB_STMT(exec_list_stmt,
 	"SELECT (" EXEC_JSON(
-		"e") ")::text, e.\"startedAt\"::text, e.\"id\"::text"
-		     " FROM \"WorkflowExecutions\" e"
-		     " WHERE e.\"namespaceId\" = $1::uuid"
-		     " AND ($2::jsonb IS NULL OR e.\"status\" IN"
-		     "      (SELECT jsonb_array_elements_text($2::jsonb)))"
-		     " AND ($3::text IS NULL OR e.\"defName\" = $3::text)"
-		     " AND ($4::text IS NULL OR e.\"correlationId\" = $4::text)"
-		     " AND ($5::timestamptz IS NULL OR e.\"startedAt\" >= $5::timestamptz)"
-		     " AND ($6::timestamptz IS NULL OR e.\"startedAt\" < $6::timestamptz)"
-		     " AND ($7::jsonb IS NULL OR e.\"input\" @> $7::jsonb)"
-		     " AND ($8::jsonb IS NULL OR e.\"output\" @> $8::jsonb)"
-		     " AND ($9::timestamptz IS NULL OR (e.\"startedAt\", e.\"id\")"
-		     "      < ($9::timestamptz, $10::uuid))"
-		     " ORDER BY e.\"startedAt\" DESC, e.\"id\" DESC"
-		     " LIMIT $11::int");
+		"e") ")::text, e.\"startedAt\"::text,"
+		     " e.\"id\"::text FROM \"WorkflowExecutions\" e"
+		     " WHERE $2::jsonb IS NULL AND " LIST_FILTERS("e"));
+
+/*
+ * With statuses ($2): one newest-first read per status, each off the
+ * ("namespaceId","status","startedAt" DESC) index and stopping at the
+ * page's size, merged.  A status rare in the history (RUNNING, the
+ * dashboard's default, or one no execution has) costs as much as a common
+ * one; filtering the newest-first index by status instead reads past every
+ * execution of the other statuses, the whole history when fewer than a
+ * page match.
+ */
+DB_STMT(exec_list_status_stmt,
+	"SELECT (" EXEC_JSON(
+		"e") ")::text, e.\"startedAt\"::text,"
+		     " e.\"id\"::text FROM (SELECT DISTINCT"
+		     " jsonb_array_elements_text($2::jsonb) AS \"st\") s"
+		     " CROSS JOIN LATERAL (SELECT c.* FROM \"WorkflowExecutions\" c"
+		     " WHERE c.\"status\" = s.\"st\" AND " LIST_FILTERS(
+			     "c") ") e"
+				  " ORDER BY e.\"startedAt\" DESC, e.\"id\" DESC LIMIT $11::int");
 
 DB_STMT(exec_custom_plans,
 	"SELECT set_config('plan_cache_mode', 'force_custom_plan', true)");
@@ -229,7 +254,10 @@ exec_list_json(struct db *db, const char *ns_id, const struct exec_filter *f,
 	PGresult *res = NULL;
 	bool ok = db_begin(db, e) &&
 		  db_run(db, &exec_custom_plans, 0, NULL, e) &&
-		  (res = db_exec(db, &exec_list_stmt, 11, params, e)) != NULL;
+		  (res = db_exec(db,
+				 f->statuses ? &exec_list_status_stmt
+					     : &exec_list_stmt,
+				 11, params, e)) != NULL;
 	if (!ok) {
 		db_rollback(db);
 		return false;
@@ -297,11 +325,8 @@ exec_events_json(struct db *db, const char *ns_id, const char *id,
 }
 
 struct db_stmt *const executions_repo_stmts[] = {
-	&exec_start_stmt,
-	&exec_idempotent_existing,
-	&exec_get_stmt,
-	&exec_list_stmt,
-	&exec_custom_plans,
-	&exec_events_stmt,
-	NULL,
+	&exec_start_stmt,       &exec_idempotent_existing,
+	&exec_get_stmt,         &exec_list_stmt,
+	&exec_list_status_stmt, &exec_custom_plans,
+	&exec_events_stmt,      NULL,
 };

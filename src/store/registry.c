@@ -33,6 +33,7 @@ extern struct db_stmt *const polls_repo_stmts[];
 extern struct db_stmt *const queue_repo_stmts[];
 extern struct db_stmt *const semaphores_repo_stmts[];
 extern struct db_stmt *const subflows_repo_stmts[];
+extern struct db_stmt *const task_logs_repo_stmts[];
 extern struct db_stmt *const timers_repo_stmts[];
 
 /* One module a line, in name order. */
@@ -57,6 +58,7 @@ static struct db_stmt *const *const modules[] = {
 	queue_repo_stmts,
 	semaphores_repo_stmts,
 	subflows_repo_stmts,
+	task_logs_repo_stmts,
 	timers_repo_stmts,
 };
 /* clang-format on */

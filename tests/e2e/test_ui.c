@@ -10,7 +10,8 @@
  *                unknown namespace.
  *   stats        GET /v1/ns/{ns}/stats: per-minute started, completed and
  *                failed, slowest and most-failing definitions; 400 for a
- *                window out of range.
+ *                window out of range.  An execution started before the
+ *                window and ended in it counts by the minute it ended.
  *   browser_*    tests/ui/dashboard.test.mjs in Debian's headless chromium
  *                (playwright-core, tests/ui/package-lock.json, installed by
  *                tests/run.sh), one group of its scenarios each: the list
@@ -262,6 +263,16 @@ two_ended(void *arg)
 	return ok;
 }
 
+static bool
+two_ended_any(void *arg)
+{
+	(void)arg;
+	return th_int(sql,
+		      "SELECT count(*) FROM \"WorkflowExecutions\""
+		      " WHERE \"endedAt\" IS NOT NULL",
+		      0, NULL) == 2;
+}
+
 Test(ui, stats)
 {
 	json_decref(call(
@@ -323,6 +334,74 @@ Test(ui, stats)
 	json_decref(call("GET", NS "/stats?minutes=0", NULL, 400));
 	json_decref(call("GET", NS "/stats?minutes=1441", NULL, 400));
 	json_decref(call("GET", "/v1/ns/nope/stats", NULL, 404));
+}
+
+static bool
+two_gates_open(void *arg)
+{
+	(void)arg;
+	return th_int(sql,
+		      "SELECT count(*) FROM \"TaskExecutions\""
+		      " WHERE \"refName\" = 'g' AND \"status\" = 'IN_PROGRESS'",
+		      0, NULL) == 2;
+}
+
+/* An execution started before the window and ended in it is counted as
+ * completed (or failed) in the minute it ended, and not as started. */
+Test(ui, stats_count_by_end)
+{
+	json_decref(call(
+		"POST", NS "/workflow-definitions",
+		"{\"name\":\"gate\",\"version\":1,\"tasks\":[{\"name\":\"g\","
+		"\"taskReferenceName\":\"g\",\"type\":\"WAIT\"}]}",
+		201));
+	json_t *a = call("POST", NS "/workflows", "{\"name\":\"gate\"}", 201);
+	json_t *b = call("POST", NS "/workflows", "{\"name\":\"gate\"}", 201);
+	char ida[37], idb[37];
+	snprintf(ida, sizeof(ida), "%s",
+		 json_string_value(json_object_get(a, "id")));
+	snprintf(idb, sizeof(idb), "%s",
+		 json_string_value(json_object_get(b, "id")));
+	json_decref(a);
+	json_decref(b);
+	cr_assert(th_wait_until(WAIT_MS, two_gates_open, NULL));
+	/* Both started 20 minutes ago: outside a 2-minute window. */
+	th_exec(sql,
+		"UPDATE \"WorkflowExecutions\""
+		" SET \"startedAt\" = \"startedAt\" - interval '20 minutes'");
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/g/complete", ida);
+	json_decref(call("POST", path, "{}", 200));
+	snprintf(path, sizeof(path), NS "/workflows/%s/terminate", idb);
+	json_decref(call("POST", path, "{\"reason\":\"enough\"}", 200));
+	cr_assert(th_wait_until(WAIT_MS, two_ended_any, NULL));
+
+	json_t *v = call("GET", NS "/stats?minutes=2", NULL, 200);
+	long started = 0, completed = 0, failed = 0;
+	json_t *bk;
+	size_t i;
+	json_array_foreach (json_object_get(v, "buckets"), i, bk) {
+		started += json_integer_value(json_object_get(bk, "started"));
+		completed +=
+			json_integer_value(json_object_get(bk, "completed"));
+		failed += json_integer_value(json_object_get(bk, "failed"));
+	}
+	char *text = json_dumps(v, JSON_COMPACT);
+	cr_assert_eq(started, 0, "%s", text);
+	cr_assert_eq(completed, 1, "%s", text);
+	cr_assert_eq(failed, 1, "%s", text);
+	json_t *slow = json_array_get(json_object_get(v, "slowest"), 0);
+	cr_assert_eq(json_integer_value(json_object_get(slow, "count")), 2,
+		     "%s", text);
+	cr_assert_geq(json_number_value(json_object_get(slow, "avgSeconds")),
+		      1200.0, "%s", text);
+	json_t *mf = json_array_get(json_object_get(v, "mostFailing"), 0);
+	cr_assert_eq(json_integer_value(json_object_get(mf, "total")), 2, "%s",
+		     text);
+	cr_assert_eq(json_integer_value(json_object_get(mf, "failed")), 1, "%s",
+		     text);
+	free(text);
+	json_decref(v);
 }
 
 /* -------------------------------------------------------------- browser */

@@ -1150,3 +1150,86 @@ Test(partitions, a_pass_after_midnight_of_a_leap_day)
 {
 	pass_across(utc(2032, 2, 29, 23, 59, 59));
 }
+
+/* --------------------------------------------------------- TaskLogs */
+
+/*
+ * TaskLogs (migration 0009) is one of the manager's tables as configured
+ * (partitions_tables): a line of a month not yet created that landed in
+ * DEFAULT is moved out when its month is created, the months ahead are
+ * created, and a month past retention is dropped.
+ */
+Test(partitions, task_logs_are_rolled_recovered_and_expired)
+{
+	struct th_db d;
+	th_db_clone(&d);
+	PGconn *c = th_connect(d.url);
+	struct db *db = open_db(d.url);
+
+	struct config cfg;
+	struct err e = ERR_INIT;
+	cr_assert(config_init(&cfg, &e), "%s", e.msg);
+	cfg.task_logs_months_ahead = 2;
+	cfg.task_logs_retention_months = 3;
+	struct partition_table all[PARTITION_TABLES];
+	partitions_tables(&cfg, all);
+	const struct partition_table *tl = NULL;
+	for (size_t i = 0; i < PARTITION_TABLES; i++)
+		if (strcmp(all[i].parent, "TaskLogs") == 0)
+			tl = &all[i];
+	cr_assert_not_null(tl, "TaskLogs is not one of the manager's tables");
+
+	int64_t now = db_now(c);
+	int64_t m0 = partition_period_start(PERIOD_MONTH, now);
+	int64_t m5 = partition_period_add(PERIOD_MONTH, m0, 5);
+	/* A line five months ahead: no partition yet, so DEFAULT. */
+	char t[24];
+	epoch_text(m5 + 3600, t);
+	const char *params[] = {t};
+	PQclear(th_query(c,
+			 "INSERT INTO \"TaskLogs\" (\"namespaceId\","
+			 " \"workflowId\", \"taskId\", \"seq\", \"log\","
+			 " \"createdTime\", \"createdAt\") VALUES (uuidv7(),"
+			 " uuidv7(), uuidv7(), 1, 'later', 0,"
+			 " to_timestamp($1::bigint))",
+			 1, params));
+	cr_assert_eq(rows_in(c, "TaskLogs", "TaskLogs_default"), 1);
+
+	struct partition_report r;
+	ensure(db, tl, 1, now, &r);
+	for (int k = 0; k <= 2; k++) {
+		int64_t lo = partition_period_add(PERIOD_MONTH, m0, k);
+		cr_assert_eq(partitions_with_bounds(
+				     c, "TaskLogs", lo,
+				     partition_period_add(PERIOD_MONTH, lo, 1)),
+			     1, "TaskLogs month %d ahead", k);
+	}
+	partition_report_free(&r);
+
+	/* Five months on, the line's month is created (and the line moved
+	 * out of DEFAULT); the current month is past retention 3 and goes. */
+	ensure(db, tl, 1, m5 + 60, &r);
+	cr_assert_eq(r.rows_moved, 1);
+	char *m5name = part_name(c, "TaskLogs", PERIOD_MONTH, m5);
+	cr_assert_eq(rows_in(c, "TaskLogs", m5name), 1);
+	cr_assert_eq(rows_in(c, "TaskLogs", "TaskLogs_default"), 0);
+	cr_assert(default_attached(c, "TaskLogs"));
+	char *m0name = part_name(c, "TaskLogs", PERIOD_MONTH, m0);
+	bool dropped = false;
+	for (size_t i = 0; i < r.n_dropped; i++)
+		if (strcmp(r.dropped[i], m0name) == 0)
+			dropped = true;
+	cr_assert(dropped, "%s not dropped", m0name);
+	cr_assert_eq(partitions_with_bounds(
+			     c, "TaskLogs", m0,
+			     partition_period_add(PERIOD_MONTH, m0, 1)),
+		     0);
+	partition_report_free(&r);
+
+	free(m5name);
+	free(m0name);
+	config_free(&cfg);
+	db_close(db);
+	PQfinish(c);
+	th_db_drop(&d);
+}

@@ -155,6 +155,41 @@ Test(schema, range_partitions_have_default_and_seeded_period)
 	}
 }
 
+/* TaskLogs (migration 0009) follows the same rule: a DEFAULT partition,
+ * and the month the migration ran in seeded, so no line lands in DEFAULT. */
+Test(schema, task_logs_partitioned_with_seeded_month)
+{
+	char *key = th_value(
+		conn, "SELECT pg_get_partkeydef('\"TaskLogs\"'::regclass)", 0,
+		NULL);
+	cr_assert_str_eq(key, "RANGE (\"createdAt\")");
+	free(key);
+	long long found = th_int(
+		conn,
+		"WITH \"p\" AS ("
+		"  SELECT date_trunc('month', m.\"appliedAt\", 'UTC') AS \"lo\""
+		"    FROM \"SchemaMigrations\" m"
+		"   WHERE m.\"name\" = '0009_task_logs')"
+		" SELECT count(*) FROM \"p\", pg_inherits i"
+		"  JOIN pg_class c ON c.\"oid\" = i.\"inhrelid\""
+		" WHERE i.\"inhparent\" = '\"TaskLogs\"'::regclass"
+		"   AND c.\"relname\" = \"nf_partition_name\"('TaskLogs',"
+		"       \"p\".\"lo\", 'month')"
+		"   AND pg_get_expr(c.\"relpartbound\", c.\"oid\") ="
+		"       format('FOR VALUES FROM (%L) TO (%L)', \"p\".\"lo\","
+		"              \"p\".\"lo\" + interval '1 month')",
+		0, NULL);
+	cr_assert_eq(found, 1, "TaskLogs has no partition for its month");
+	long long def =
+		th_int(conn,
+		       "SELECT count(*) FROM pg_partitioned_table pt"
+		       " JOIN pg_class c ON c.\"oid\" = pt.\"partdefid\""
+		       " WHERE pt.\"partrelid\" = '\"TaskLogs\"'::regclass"
+		       " AND c.\"relname\" = 'TaskLogs_default'",
+		       0, NULL);
+	cr_assert_eq(def, 1);
+}
+
 /* --------------------------------------------------------------- indexes */
 
 /*
@@ -210,6 +245,11 @@ static const struct index_spec indexes[] = {
 	    "INDEX \"WorkflowExecutions_input_ref_idx\" ON ONLY"
 	    " public.\"WorkflowExecutions\" USING btree (\"inputRef\")"
 	    " WHERE (\"inputRef\" IS NOT NULL)"),
+	/* Migration 0009: the overview's executions ended per minute. */
+	IDX("WorkflowExecutions",
+	    "INDEX \"WorkflowExecutions_ended_idx\" ON ONLY"
+	    " public.\"WorkflowExecutions\" USING btree (\"namespaceId\","
+	    " \"endedAt\") WHERE (\"endedAt\" IS NOT NULL)"),
 	IDX("WorkflowExecutions",
 	    "INDEX \"WorkflowExecutions_output_ref_idx\" ON ONLY"
 	    " public.\"WorkflowExecutions\" USING btree (\"outputRef\")"
@@ -318,6 +358,11 @@ static const struct index_spec indexes[] = {
 	IDX("WorkflowEvents",
 	    "UNIQUE INDEX \"WorkflowEvents_pkey\" ON ONLY"
 	    " public.\"WorkflowEvents\" USING btree (\"workflowId\", seq, at)"),
+
+	/* Migration 0009: a task's lines in order, and its last "seq". */
+	IDX("TaskLogs", "UNIQUE INDEX \"TaskLogs_pkey\" ON ONLY"
+			" public.\"TaskLogs\" USING btree (\"taskId\", seq,"
+			" \"createdAt\")"),
 
 	IDX("Semaphores", "UNIQUE INDEX \"Semaphores_pkey\" ON"
 			  " public.\"Semaphores\" USING btree (\"namespaceId\","
@@ -452,6 +497,7 @@ static const struct {
 	{"Timers", "PRIMARY KEY (id, \"fireAt\")"},
 	{"OutboxEvents", "PRIMARY KEY (id)"},
 	{"WorkflowEvents", "PRIMARY KEY (\"workflowId\", seq, at)"},
+	{"TaskLogs", "PRIMARY KEY (\"taskId\", seq, \"createdAt\")"},
 	{"Semaphores", "PRIMARY KEY (\"namespaceId\", name)"},
 	{"SemaphoreHolders", "PRIMARY KEY (\"namespaceId\", name, \"taskId\")"},
 	{"RateLimitBuckets",

@@ -6,7 +6,7 @@
 //
 // Scenarios: list (open, filter, back button, search), live (a running
 // workflow's graph and history change without a reload when its task is
-// completed through the API), retry (a failed workflow retried from the
+// completed through the API; its attempt's log lines shown), retry (a failed workflow retried from the
 // page), subflow (links from a parent to its child and back), definitions
 // (the server's validation errors shown at their JSON path), sse (the
 // live streams as server-sent events, reconnecting), pages (every
@@ -82,7 +82,7 @@ async function seed() {
     const r = await api('POST', '/queues/ui_work/poll', { workerId: 'ui-worker', count: 1 }, 200);
     return r.tasks[0];
   });
-  await api('POST', `/queues/ui_work/tasks/${polled.id}/fail`, { workerId: 'ui-worker', reason: 'the printer is on fire' }, 200);
+  await api('POST', `/queues/ui_work/tasks/${polled.id}/fail`, { workerId: 'ui-worker', reason: 'the printer is on fire', logs: ['warming up the printer', 'smoke seen'] }, 200);
   await until('the job to fail', async () => (await api('GET', `/workflows/${s.failed}`)).status === 'FAILED');
   s.order = await start('order', { orderId: 'o-ui', amount: 10 }, { correlationId: 'o-ui' });
   s.child = await until('the order\'s child', async () => (await api('GET', `/workflows/${s.order}/tree`)).tree.children[0]?.id);
@@ -136,6 +136,13 @@ const scenarios = {
     await until('the gate in progress', async () => /st-IN_PROGRESS/.test(await gate.getAttribute('class')));
     assert.match(await page.locator('#graph g.node[data-ref="fast"]').getAttribute('class'), /st-NONE/);
     await page.evaluate(() => { window.__noReload = true; });
+    // The gate's attempt shows the lines logged for it, a new one as well.
+    const gateTask = (await api('GET', `/workflows/${s.gate}`)).tasks.find(t => t.refName === 'gate');
+    await api('POST', `/tasks/${gateTask.id}/logs`, { logs: ['asked the approver', { log: 'reminder sent', createdTime: Date.now() }] }, 201);
+    await gate.click();
+    const logs = page.locator(`#task-panel .task-logs[data-task="${gateTask.id}"]`);
+    await until('the log lines', async () => /asked the approver[\s\S]*reminder sent/.test(await logs.innerText()));
+    await api('POST', `/tasks/${gateTask.id}/logs`, { log: 'approved by ana' }, 201);
     // Complete the gate through the API: the page follows by itself.
     await api('POST', `/workflows/${s.gate}/tasks/gate/complete`, { output: { ok: true } }, 200);
     await until('the gate completed in the graph', async () => /st-COMPLETED/.test(await gate.getAttribute('class')));
@@ -144,6 +151,8 @@ const scenarios = {
     await until('the join completed', async () => /st-COMPLETED/.test(await page.locator('#graph g.node[data-ref="meet"]').getAttribute('class')));
     await until('WORKFLOW_COMPLETED in the history', async () => /WORKFLOW_COMPLETED/.test(await page.locator('#history-list').innerText()));
     await until('the status', async () => /COMPLETED/.test(await page.locator('h1 .badge').innerText()));
+    await until('the line logged while open', async () => /approved by ana/.test(await logs.innerText()));
+    assert.match(await logs.innerText(), /Logs \(3\)/);
     assert.equal(await page.evaluate(() => window.__noReload), true, 'the page reloaded');
     // A task's attempts.
     await gate.click();
@@ -302,7 +311,7 @@ try {
     // A failed job of its own for the pictures (retry changes the first).
     s.failedShot = await start('ui_job', { n: 2 });
     const t = await until('a task', async () => (await api('POST', '/queues/ui_work/poll', { workerId: 'ui-worker-2', count: 1 }, 200)).tasks[0]);
-    await api('POST', `/queues/ui_work/tasks/${t.id}/fail`, { workerId: 'ui-worker-2', reason: 'out of paper' }, 200);
+    await api('POST', `/queues/ui_work/tasks/${t.id}/fail`, { workerId: 'ui-worker-2', reason: 'out of paper', logs: ['printing page 1 of 3', 'tray 2 is empty'] }, 200);
     await until('it to fail', async () => (await api('GET', `/workflows/${s.failedShot}`)).status === 'FAILED');
   }
   for (const name of wanted) {

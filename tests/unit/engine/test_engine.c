@@ -158,7 +158,7 @@ Test(periods, hours)
 		     h + (int64_t)8760 * 3600);
 }
 
-Test(tables, config_fields_map_onto_the_three_parents)
+Test(tables, config_fields_map_onto_the_four_parents)
 {
 	struct config cfg;
 	memset(&cfg, 0, sizeof(cfg));
@@ -168,6 +168,8 @@ Test(tables, config_fields_map_onto_the_three_parents)
 	cfg.executions_retention_months = 12;
 	cfg.events_retention_months = 7;
 	cfg.timers_retention_hours = 48;
+	cfg.task_logs_months_ahead = 2;
+	cfg.task_logs_retention_months = 6;
 
 	struct partition_table t[PARTITION_TABLES];
 	memset(t, 0, sizeof(t));
@@ -187,6 +189,11 @@ Test(tables, config_fields_map_onto_the_three_parents)
 	cr_assert_eq(t[2].period, PERIOD_HOUR);
 	cr_assert_eq(t[2].ahead, 24);
 	cr_assert_eq(t[2].retention, 48);
+
+	cr_assert_str_eq(t[3].parent, "TaskLogs");
+	cr_assert_eq(t[3].period, PERIOD_MONTH);
+	cr_assert_eq(t[3].ahead, 2);
+	cr_assert_eq(t[3].retention, 6);
 }
 
 /* listener_parse */

@@ -1,0 +1,2 @@
+DROP INDEX "WorkflowExecutions_ended_idx";
+DROP TABLE "TaskLogs";
