@@ -19,6 +19,11 @@
  *   concurrency  concurrentExecLimit 2: a poll for 10 gets 2, the
  *                Conductor batch poll then gets none; a completion lets
  *                one more out.
+ *   wake         a long-poll (waitMs 30000) held back by a full rate-limit
+ *                window is answered when the window ends, and one held back
+ *                by a concurrentExecLimit when a task completes (on another
+ *                replica), both well before their wait ends (a deadline
+ *                shorter than the wait, not a measured time).
  *   api          PUT creates (201) and resizes (200), GET one and the list
  *                in their documented shape, DELETE 204 then 404; bad input
  *                400 naming the field or the path; unknown names 404.
@@ -65,6 +70,7 @@ TestSuite(unconfigured, .fini = cleanup);
 TestSuite(rate, .fini = cleanup);
 TestSuite(concurrency, .fini = cleanup);
 TestSuite(api, .fini = cleanup);
+TestSuite(wake, .fini = cleanup);
 
 static void
 start(int replicas, const char *const *flags)
@@ -821,6 +827,131 @@ Test(concurrency, limit_caps_tasks_in_progress)
 	complete("capped", "w", id_of(json_array_get(t, 0)));
 	cr_assert_eq(poll_n("capped", "w", 10), 1);
 	json_decref(t);
+}
+
+/* ------------------------------------------------------------------ wake */
+
+/* One long-poll on its own thread. */
+struct long_poll {
+	pthread_t t;
+	const char *base;
+	const char *queue;
+	char *body;
+	long status;
+	atomic_bool done;
+};
+
+static void *
+long_poll_main(void *arg)
+{
+	struct long_poll *lp = arg;
+	char path[256];
+	snprintf(path, sizeof(path), NS "/queues/%s/poll", lp->queue);
+	CURL *h = curl_easy_init();
+	lp->status = req(h, lp->base, "POST", path,
+			 "{\"workerId\":\"late\",\"count\":1,"
+			 "\"waitMs\":30000}",
+			 &lp->body);
+	curl_easy_cleanup(h);
+	atomic_store(&lp->done, true);
+	return NULL;
+}
+
+static void
+long_poll_start(struct long_poll *lp, const char *queue)
+{
+	lp->base = srv->base;
+	lp->queue = queue;
+	lp->body = NULL;
+	atomic_store(&lp->done, false);
+	cr_assert(pthread_create(&lp->t, NULL, long_poll_main, lp) == 0);
+}
+
+static bool
+long_poll_done(void *arg)
+{
+	struct long_poll *lp = arg;
+	return atomic_load(&lp->done);
+}
+
+static bool
+one_parked(void *arg)
+{
+	(void)arg;
+	struct th_response r;
+	th_http(&servers[0], "GET", "/metrics", NULL, 0, &r);
+	bool ok = r.status == 200 && strstr(r.body, "nodeflow_http_parked 1\n");
+	th_response_free(&r);
+	return ok;
+}
+
+/* Waits (a deadline well inside its 30 s wait) for the long-poll to be
+ * answered with one task; returns the task's id (malloc'd). */
+static char *
+long_poll_task(struct long_poll *lp, const char *why)
+{
+	cr_assert(th_wait_until(WAIT_MS, long_poll_done, lp),
+		  "the long-poll was not answered when %s", why);
+	pthread_join(lp->t, NULL);
+	cr_assert_eq(lp->status, 200, "%s", lp->body);
+	json_t *v = json_loads(lp->body, 0, NULL);
+	json_t *ts = json_object_get(v, "tasks");
+	cr_assert_eq(json_array_size(ts), 1, "%s", lp->body);
+	char *id = strdup(id_of(json_array_get(ts, 0)));
+	json_decref(v);
+	free(lp->body);
+	return id;
+}
+
+Test(wake, rate_window_end_answers_a_waiting_poll)
+{
+	start(1, NULL);
+	put_task_def("slow_rate",
+		     json_pack("{s:i,s:i,s:i}", "rateLimitPerFrequency", 1,
+			       "rateLimitFrequencyInSeconds", 4,
+			       "responseTimeoutSeconds", 60));
+	put_workflow("slow_rate_wf", "slow_rate", NULL);
+	start_workflows("slow_rate_wf", 2);
+	wait_scheduled("slow_rate", 2);
+
+	/* The window's one task; the second waits for the next window. */
+	cr_assert_eq(poll_n("slow_rate", "w", 2), 1, "%s", last_body);
+	struct long_poll lp;
+	long_poll_start(&lp, "slow_rate");
+	char *id = long_poll_task(&lp, "the rate-limit window ended");
+	complete("slow_rate", "late", id);
+	free(id);
+	cr_assert_eq(th_int(sql,
+			    "SELECT max(\"count\") FROM \"RateLimitBuckets\""
+			    " WHERE \"queueName\" = 'default/slow_rate'",
+			    0, NULL),
+		     1);
+}
+
+Test(wake, completion_answers_a_poll_held_by_concurrent_exec_limit)
+{
+	start(2, NULL);
+	put_task_def("one_at_a_time",
+		     json_pack("{s:i,s:i}", "concurrentExecLimit", 1,
+			       "responseTimeoutSeconds", 60));
+	put_workflow("one_wf", "one_at_a_time", NULL);
+	start_workflows("one_wf", 2);
+	wait_scheduled("one_at_a_time", 2);
+
+	json_t *t = poll("one_at_a_time", "w", 2);
+	cr_assert_eq(json_array_size(t), 1, "%s", last_body);
+	struct long_poll lp;
+	long_poll_start(&lp, "one_at_a_time");
+	cr_assert(th_wait_until(WAIT_MS, one_parked, NULL),
+		  "the second poll did not wait");
+	/* Completed through the other replica. */
+	srv = &servers[1];
+	complete("one_at_a_time", "w", id_of(json_array_get(t, 0)));
+	srv = &servers[0];
+	json_decref(t);
+	char *id = long_poll_task(&lp, "the task in progress completed");
+	complete("one_at_a_time", "late", id);
+	free(id);
 }
 
 /* ------------------------------------------------------------------- api */
