@@ -9,7 +9,10 @@
  *                complete.  A worker that vanishes: its permit comes back
  *                when its lease runs out and another task is handed out; a
  *                heartbeat renews the permit with the lease.  A workflow
- *                task's own semaphore gates a definition without one.
+ *                task's own semaphore gates a definition without one.  A
+ *                task definition with a semaphore used by a task the
+ *                server runs itself (HTTP) is refused, in either order
+ *                of registration, on both APIs.
  *   unconfigured a semaphore nobody configured gates at
  *                --semaphore-default-permits (1 by default) and is listed
  *                with "configured": false while held.
@@ -689,6 +692,85 @@ Test(semaphore, bad_semaphore_fields_are_rejected)
 		       "\"evaluatorType\":\"javascript\","
 		       "\"expression\":\"1\"}}]}",
 		       "$.tasks[0].semaphore");
+}
+
+/* A detail at path `at` whose message mentions `words`. */
+static void
+expect_invalid_saying(const char *method, const char *path, const char *body,
+		      const char *at, const char *words)
+{
+	json_t *v = call(method, path, body, 400);
+	bool found = false;
+	size_t i;
+	json_t *d;
+	/* node-flow's error.details, or Conductor's validationErrors. */
+	json_t *list = json_object_get(json_object_get(v, "error"), "details");
+	if (!list)
+		list = json_object_get(v, "validationErrors");
+	json_array_foreach (list, i, d) {
+		const char *p = json_string_value(json_object_get(d, "path"));
+		const char *m =
+			json_string_value(json_object_get(d, "message"));
+		found = found ||
+			(p && m && strcmp(p, at) == 0 && strstr(m, words));
+	}
+	cr_assert(found, "%s %s: no detail at %s saying %s: %s", method, path,
+		  at, words, last_body);
+	json_decref(v);
+}
+
+#define HTTP_TASK(name, ref)                                        \
+	"{\"name\":\"" name "\",\"taskReferenceName\":\"" ref "\"," \
+	"\"type\":\"HTTP\",\"inputParameters\":{\"http_request\":{" \
+	"\"uri\":\"http://127.0.0.1:9/\",\"method\":\"GET\"}}}"
+
+Test(semaphore, system_task_named_like_a_gated_definition_is_refused)
+{
+	start(1, NULL);
+	/* A registered definition with a semaphore, used by an HTTP task
+	 * (nested in a SWITCH too): the server runs it, ungated. */
+	put_task_def("fetch", json_pack("{s:s}", "semaphore", "s"));
+	const char *wf =
+		"{\"name\":\"w\",\"tasks\":[{\"name\":\"pick\","
+		"\"taskReferenceName\":\"pick\",\"type\":\"SWITCH\","
+		"\"evaluatorType\":\"value-param\",\"expression\":\"k\","
+		"\"inputParameters\":{\"k\":\"a\"},\"decisionCases\":{\"a\":[" HTTP_TASK(
+			"fetch", "inner") "]}}," HTTP_TASK("fetch",
+							   "outer") "]}";
+	expect_invalid_saying("POST", NS "/workflow-definitions", wf,
+			      "$.tasks[1].name", "semaphore s,");
+	expect_invalid_saying("POST", NS "/workflow-definitions", wf,
+			      "$.tasks[0].decisionCases['a'][0].name",
+			      "worker (SIMPLE) tasks only");
+	/* The Conductor metadata API says the same. */
+	char conductor[4096];
+	snprintf(conductor, sizeof(conductor), "[%s]", wf);
+	expect_invalid_saying("PUT", "/api/metadata/workflow", conductor,
+			      "$[0].tasks[1].name", "semaphore s");
+	/* As a worker task it is gated, and fine. */
+	callj_ok("POST", NS "/workflow-definitions", 201,
+		 json_pack("{s:s,s:[{s:s,s:s}]}", "name", "w_worker", "tasks",
+			   "name", "fetch", "taskReferenceName", "f"));
+
+	/* The other order: the workflow first, then the semaphore. */
+	call("POST", NS "/workflow-definitions",
+	     "{\"name\":\"w2\",\"tasks\":[" HTTP_TASK("probe", "p") "]}", 201);
+	json_decref(call("PUT", NS "/task-definitions/probe",
+			 "{\"name\":\"probe\"}", 201));
+	expect_invalid_saying("PUT", NS "/task-definitions/probe",
+			      "{\"semaphore\":\"s\"}", "$.semaphore",
+			      "workflow w2 version 1");
+	expect_invalid_saying("POST", "/api/metadata/taskdefs",
+			      "[{\"name\":\"ok\"},{\"name\":\"probe\","
+			      "\"semaphore\":\"s\"}]",
+			      "$[1].semaphore", "$.tasks[0]");
+	/* Nothing of a refused list was stored. */
+	call("GET", NS "/task-definitions/ok", NULL, 404);
+	json_t *d = call("GET", NS "/task-definitions/probe", NULL, 200);
+	cr_assert(json_object_get(d, "semaphore") == NULL ||
+			  json_is_null(json_object_get(d, "semaphore")),
+		  "%s", last_body);
+	json_decref(d);
 }
 
 /* ---------------------------------------------------------- unconfigured */
