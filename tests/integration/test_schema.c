@@ -318,6 +318,11 @@ static const struct index_spec indexes[] = {
 	IDX("WorkflowEvents",
 	    "UNIQUE INDEX \"WorkflowEvents_pkey\" ON ONLY"
 	    " public.\"WorkflowEvents\" USING btree (\"workflowId\", seq, at)"),
+	/* Migration 0011: the namespace stream's positions. */
+	IDX("WorkflowEvents",
+	    "INDEX \"WorkflowEvents_ns_status_idx\" ON ONLY"
+	    " public.\"WorkflowEvents\" USING btree (\"namespaceId\", xid,"
+	    " \"workflowId\", seq) WHERE (type ~~ 'WORKFLOW\\_%'::text)"),
 
 	IDX("Semaphores", "UNIQUE INDEX \"Semaphores_pkey\" ON"
 			  " public.\"Semaphores\" USING btree (\"namespaceId\","
@@ -503,6 +508,7 @@ static const struct {
 	{"TaskQueues", "taskType", "text", NULL},
 	{"DecideQueues", "reason", "text", NULL},
 	{"WorkflowEvents", "seq", "bigint", NULL},
+	{"WorkflowEvents", "xid", "xid8", "pg_current_xact_id()"},
 	{"OutboxEvents", "id", "bigint",
 	 "nextval('\"OutboxEvents_id_seq\"'::regclass)"},
 	{"OutboxEvents", "attempts", "integer", "0"},
