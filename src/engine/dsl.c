@@ -110,6 +110,22 @@ fail_at(struct dsl_errors *errs, const char *base, const char *key,
 	free(path);
 }
 
+static void fail_at_fmt(struct dsl_errors *errs, const char *base,
+			const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+fail_at_fmt(struct dsl_errors *errs, const char *base, const char *key,
+	    const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fail_at(errs, base, key, msg);
+}
+
 /* A JSON number that is a whole number (3 and 3.0 alike, as Jackson
  * accepts them for Conductor's int fields). */
 static bool
@@ -1243,4 +1259,84 @@ dsl_error_missing_task_def(const struct wf_def *def, const json_t *missing,
 			   struct dsl_errors *errs)
 {
 	missing_in_list(&def->tasks, missing, errs);
+}
+
+static bool
+self_run(const struct wf_task *t)
+{
+	return t->name && t->kind && t->kind->exec != TASK_EXEC_WORKER &&
+	       !t->inline_def;
+}
+
+static void
+self_run_names(const struct wf_task_list *l, json_t *names)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct wf_task *t = &l->items[i];
+		if (self_run(t) && !json_list_has(names, t->name))
+			json_array_append_new(names, json_string(t->name));
+		for (size_t b = 0; b < t->n_branches; b++)
+			self_run_names(&t->branches[b], names);
+	}
+}
+
+json_t *
+dsl_self_run_task_names(const struct wf_def *def)
+{
+	json_t *names = json_array();
+	self_run_names(&def->tasks, names);
+	return names;
+}
+
+static void
+self_run_semaphore(const struct wf_task_list *l, const json_t *semaphores,
+		   struct dsl_errors *errs)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct wf_task *t = &l->items[i];
+		const char *sem = self_run(t)
+					  ? json_string_value(json_object_get(
+						    semaphores, t->name))
+					  : NULL;
+		if (sem)
+			fail_at_fmt(errs, t->path, "name",
+				    "names task definition %.200s, which has "
+				    "semaphore %.200s, but a task of type "
+				    "%.60s is run by the server and never "
+				    "holds a permit: a semaphore applies to "
+				    "worker (SIMPLE) tasks only",
+				    t->name, sem, t->type ? t->type : "system");
+		for (size_t b = 0; b < t->n_branches; b++)
+			self_run_semaphore(&t->branches[b], semaphores, errs);
+	}
+}
+
+void
+dsl_error_self_run_semaphore(const struct wf_def *def, const json_t *semaphores,
+			     struct dsl_errors *errs)
+{
+	self_run_semaphore(&def->tasks, semaphores, errs);
+}
+
+static const struct wf_task *
+find_self_run(const struct wf_task_list *l, const char *name)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct wf_task *t = &l->items[i];
+		if (self_run(t) && strcmp(t->name, name) == 0)
+			return t;
+		for (size_t b = 0; b < t->n_branches; b++) {
+			const struct wf_task *f =
+				find_self_run(&t->branches[b], name);
+			if (f)
+				return f;
+		}
+	}
+	return NULL;
+}
+
+const struct wf_task *
+dsl_find_self_run(const struct wf_def *def, const char *name)
+{
+	return find_self_run(&def->tasks, name);
 }

@@ -152,5 +152,20 @@ const struct wf_task *dsl_find_task(const struct wf_def *def, const char *ref);
  * task's path. */
 void dsl_error_missing_task_def(const struct wf_def *def, const json_t *missing,
 				struct dsl_errors *errs);
+/* Tasks the server runs itself (every kind but the worker ones) take a
+ * registered task definition of their name, but are never leased through
+ * the flow-control gate, so that definition must not name a semaphore.
+ * The names of def's such tasks without an inline taskDefinition: a new
+ * JSON array, each name once. */
+json_t *dsl_self_run_task_names(const struct wf_def *def);
+/* Adds, for each such task whose name is a member of semaphores (a JSON
+ * object: task definition name to its semaphore), an error at the task's
+ * path + ".name". */
+void dsl_error_self_run_semaphore(const struct wf_def *def,
+				  const json_t *semaphores,
+				  struct dsl_errors *errs);
+/* The first such task of def named name (document order), or NULL. */
+const struct wf_task *dsl_find_self_run(const struct wf_def *def,
+					const char *name);
 
 #endif

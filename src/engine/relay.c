@@ -212,6 +212,7 @@ struct relay {
 	struct metric *m_failed;
 	struct metric *m_dead;
 	struct metric *m_pruned;
+	struct metric *m_pruned_dead;
 };
 
 static struct loop *relay_loop;
@@ -406,13 +407,19 @@ tick(void *arg, struct arena *scratch, struct err *e)
 		return LOOP_ERROR;
 	int64_t now = mono_ms();
 	if (now >= r->next_prune_ms) {
-		size_t pruned = 0;
+		size_t pruned = 0, dead = 0;
+		if (r->o.dead_letter_retention_hours > 0 &&
+		    !outbox_prune_dead(r->db, r->o.dead_letter_retention_hours,
+				       PRUNE_BATCH, &dead, e))
+			return LOOP_ERROR;
+		metric_add(r->m_pruned_dead, (long long)dead);
 		if (!outbox_prune(r->db, r->o.retention_hours, PRUNE_BATCH,
 				  &pruned, e))
 			return LOOP_ERROR;
 		metric_add(r->m_pruned, (long long)pruned);
-		r->next_prune_ms =
-			pruned == PRUNE_BATCH ? now : now + PRUNE_EVERY_MS;
+		r->next_prune_ms = pruned == PRUNE_BATCH || dead == PRUNE_BATCH
+					   ? now
+					   : now + PRUNE_EVERY_MS;
 	}
 	struct outbox_item *items;
 	size_t n;
@@ -507,6 +514,9 @@ relay_start(const struct relay_opts *o)
 	r->m_pruned = metric_register(
 		METRIC_COUNTER, "nodeflow_outbox_pruned_total", "",
 		"Published outbox events deleted after their retention");
+	r->m_pruned_dead = metric_register(
+		METRIC_COUNTER, "nodeflow_outbox_dead_letter_pruned_total", "",
+		"Dead-lettered outbox events deleted after their retention");
 	relay_loop = loop_start(&r->def, r);
 	struct channel_opts co = {
 		.name = "relay-signal",

@@ -13,8 +13,9 @@
  * another kind than its "PROVIDER:" prefix when that names a kind, is
  * dead-lettered at once, its lastError saying why (a replay after the sink
  * is created delivers it).  Published rows are deleted after
- * retention_hours.  It is woken by "node_flow_outbox" notifications
- * (engine/channel.h) and otherwise looks every interval_ms.
+ * retention_hours, dead-lettered ones after dead_letter_retention_hours.  It is
+ * woken by "node_flow_outbox" notifications (engine/channel.h) and otherwise
+ * looks every interval_ms.
  *
  * Delivery is at least once: a relay that dies after sending and before
  * recording leaves its claim to run out, and the event is sent again;
@@ -40,6 +41,7 @@ struct relay_opts {
 	long backoff_max_ms;
 	long timeout_ms;
 	long retention_hours;
+	long dead_letter_retention_hours; /* 0: kept */
 };
 
 void relay_start(const struct relay_opts *o);

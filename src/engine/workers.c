@@ -5,6 +5,7 @@
 #include "engine/queue_signal.h"
 #include "engine/worker_polls.h"
 #include "store/payload_repo.h"
+#include "store/semaphores_repo.h"
 #include "util/json.h"
 #include "util/mem.h"
 
@@ -133,6 +134,54 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 	return ok;
 }
 
+long
+workers_retry_ms(struct db *db, const struct queue_ref *q)
+{
+	struct def_ref d;
+	struct err e = ERR_INIT;
+	if (!defcache_task(db, q->ns_id, q->task, &d, &e))
+		return 0;
+	long ms = 0;
+	const struct task_def *td = d.task;
+	if (td && td->rate_limit_per_frequency > 0) {
+		char queue[512];
+		workers_queue_name(q, queue, sizeof(queue));
+		if (!semaphores_rate_window_ms(
+			    db, q->ns_id, queue, td->rate_limit_per_frequency,
+			    td->rate_limit_frequency_seconds, &ms, &e))
+			ms = 0;
+	}
+	defcache_release(&d);
+	return ms;
+}
+
+/* Whether q's definition has a concurrentExecLimit: a task of it that
+ * ends, or is given back, lets another out. */
+static bool
+has_concurrent_limit(struct db *db, const struct queue_ref *q)
+{
+	struct def_ref d;
+	struct err e = ERR_INIT;
+	if (!defcache_task(db, q->ns_id, q->task, &d, &e))
+		return false;
+	bool yes = d.task && d.task->concurrent_exec_limit > 0;
+	defcache_release(&d);
+	return yes;
+}
+
+/* Wakes the polls of q waiting on every replica (best effort: a lost
+ * signal costs a poll its wait). */
+static void
+signal_queue(struct db *db, const struct queue_ref *q)
+{
+	char queue[512];
+	workers_queue_name(q, queue, sizeof(queue));
+	json_t *names = json_pack("[s]", queue);
+	struct err se = ERR_INIT;
+	(void)queue_signal_send(db, names, &se);
+	json_decref(names);
+}
+
 static bool
 result(struct db *db, const struct queue_ref *q, const char *task_id,
        const char *worker, bool any_holder, enum task_result_status status,
@@ -147,14 +196,12 @@ result(struct db *db, const struct queue_ref *q, const char *task_id,
 	free(text);
 	if (ok)
 		decide_loop_wake_all();
-	if (ok && freed) {
-		/* A permit came back: polls of this queue waiting on it look
-		 * again (other queues sharing the semaphore look at their
-		 * next poll, or at the end of their wait). */
-		json_t *names = json_pack("[s]", queue);
-		struct err se = ERR_INIT;
-		(void)queue_signal_send(db, names, &se);
-		json_decref(names);
+	if (ok && (freed || has_concurrent_limit(db, q))) {
+		/* A permit, or a place under the concurrentExecLimit, came
+		 * back: polls of this queue waiting on it look again (other
+		 * queues sharing the semaphore look at their next poll, or at
+		 * the end of their wait). */
+		signal_queue(db, q);
 	}
 	return ok;
 }
@@ -248,12 +295,8 @@ workers_results(struct db *db, const struct queue_ref *q,
 	free(index);
 	if (any)
 		decide_loop_wake_all();
-	if (freed) {
-		json_t *names = json_pack("[s]", queue);
-		struct err se = ERR_INIT;
-		(void)queue_signal_send(db, names, &se);
-		json_decref(names);
-	}
+	if (freed || (any && has_concurrent_limit(db, q)))
+		signal_queue(db, q); /* as result() does */
 	for (size_t k = 0; k < n; k++)
 		if (alone[k])
 			r[k].ok = result(db, q, r[k].task_id, r[k].worker,
@@ -287,5 +330,8 @@ workers_release(struct db *db, const struct queue_ref *q, const char *task_id,
 {
 	char queue[512];
 	workers_queue_name(q, queue, sizeof(queue));
-	return queue_release(db, queue, task_id, worker, delay_seconds, e);
+	bool ok = queue_release(db, queue, task_id, worker, delay_seconds, e);
+	if (ok && has_concurrent_limit(db, q))
+		signal_queue(db, q);
+	return ok;
 }

@@ -44,6 +44,15 @@ void workers_queue_name(const struct queue_ref *q, char *out, size_t size);
 bool workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 		  int count, char **json_out, size_t *n, struct err *e);
 
+/*
+ * After a poll of q that got nothing, when to look again before its wait
+ * ends: the milliseconds until the rate-limit window of q's definition
+ * rolls over when that window is full and tasks wait; 0 otherwise (a
+ * semaphore permit or a concurrentExecLimit place that comes back wakes
+ * the queue's polls through queue_signal instead).  Errors count as 0.
+ */
+long workers_retry_ms(struct db *db, const struct queue_ref *q);
+
 /* The permits of a semaphore that has no configuration (the server's
  * --semaphore-default-permits; 1 until set).  Set once at start-up. */
 void workers_set_semaphore_default_permits(int permits);

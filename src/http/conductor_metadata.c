@@ -1,6 +1,7 @@
 #include "http/conductor_metadata.h"
 
 #include "engine/defcache.h"
+#include "engine/defcheck.h"
 #include "engine/dsl.h"
 #include "http/conductor.h"
 #include "store/definitions_repo.h"
@@ -83,13 +84,23 @@ put_tasks(struct http_request *req, struct http_response *res, bool list)
 	} else if (cond_begin(req, res, &c)) {
 		struct err e = ERR_INIT;
 		bool ok = true, created;
+		/* A semaphore on a name a workflow runs itself. */
 		for (i = 0; ok && i < n; i++) {
+			struct dsl_errors one = {0};
+			ok = defcheck_task_def(c.db, c.ns_id, &defs[i], "$",
+					       &one, &e);
+			merge_errors(&errs, &one, i, list);
+		}
+		bool refused = ok && errs.n;
+		for (i = 0; ok && !refused && i < n; i++) {
 			ok = defs_task_put(c.db, c.ns_id, &defs[i], &created,
 					   &e);
 			if (ok)
 				defcache_invalidate_task(c.ns_id, defs[i].name);
 		}
-		if (ok)
+		if (refused)
+			cond_fail_validation(res, "invalid TaskDef", &errs);
+		else if (ok)
 			cond_ok_empty(res);
 		else
 			cond_error(res, &e);
@@ -220,6 +231,11 @@ put_workflows(struct http_request *req, struct http_response *res, json_t *docs,
 			}
 			dsl_error_missing_task_def(defs[i], missing, &one);
 			json_decref(missing);
+		}
+		if (!defcheck_workflow(c.db, c.ns_id, defs[i], &one, &e)) {
+			dsl_errors_free(&one);
+			cond_error(res, &e);
+			goto out;
 		}
 		merge_errors(&errs, &one, i, list);
 	}

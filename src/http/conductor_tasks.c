@@ -70,9 +70,13 @@ poll(struct http_request *req, struct http_response *res, long count,
 	}
 	if (n == 0) {
 		free(leased);
+		bool waits =
+			wait_ms > 0 && !req->wait_over && mono_ms() < deadline;
+		long retry = waits ? workers_retry_ms(c.db, &q) : 0;
 		cond_end(req, &c);
-		if (wait_ms > 0 && !req->wait_over && mono_ms() < deadline &&
-		    http_park(req, res, key, deadline, seq))
+		if (waits &&
+		    http_park_retry(req, res, key, deadline,
+				    retry ? mono_ms() + retry : 0, seq))
 			return;
 		if (single)
 			cond_no_content(res);

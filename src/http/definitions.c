@@ -1,6 +1,7 @@
 #include "http/definitions.h"
 
 #include "engine/defcache.h"
+#include "engine/defcheck.h"
 #include "engine/dsl.h"
 #include "http/api.h"
 #include "platform/namespaces.h"
@@ -122,6 +123,10 @@ definitions_task_put(struct http_request *req, struct http_response *res)
 	json_object_set(body, "name", path_name);
 	dsl_task_def_parse(body, &d, &errs);
 	parsed = true;
+	if (!errs.n && !defcheck_task_def(db, ns, &d, "$", &errs, &e)) {
+		http_error(res, &e);
+		goto out;
+	}
 	if (errs.n) {
 		api_fail_validation(res, "invalid task definition", &errs);
 		goto out;
@@ -256,6 +261,10 @@ definitions_workflow_post(struct http_request *req, struct http_response *res)
 			goto out;
 		}
 		dsl_error_missing_task_def(def, missing, &errs);
+	}
+	if (!defcheck_workflow(db, ns, def, &errs, &e)) {
+		http_error(res, &e);
+		goto out;
 	}
 	if (errs.n) {
 		api_fail_validation(res, "invalid workflow definition", &errs);

@@ -65,6 +65,7 @@ struct http_response {
 	bool parked;
 	char park_key[256];
 	int64_t park_deadline_ms;
+	int64_t park_retry_ms; /* 0: none */
 	uint64_t park_seq;
 	int status;
 	const char *content_type;
@@ -128,6 +129,13 @@ void http_add_header(struct http_response *res, const char *name,
 bool http_park(struct http_request *req, struct http_response *res,
 	       const char *key, int64_t deadline_ms, uint64_t seq);
 uint64_t http_wake_seq(const struct http_request *req, const char *key);
+/* http_park that also runs the handler again at retry_ms (a monotonic
+ * time before deadline_ms; 0: none) without a wake: req->wait_over stays
+ * false and req->wait_deadline_ms is still deadline_ms.  For a poll that
+ * knows when what holds it back ends (a rate-limit window). */
+bool http_park_retry(struct http_request *req, struct http_response *res,
+		     const char *key, int64_t deadline_ms, int64_t retry_ms,
+		     uint64_t seq);
 
 /*
  * Streams (server-sent events) without a thread: http_stream_open makes

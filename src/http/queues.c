@@ -93,10 +93,14 @@ queues_poll(struct http_request *req, struct http_response *res)
 			if (ok && n == 0 && wait > 0 && !req->wait_over &&
 			    mono_ms() < deadline) {
 				/* Nothing yet: wait without holding a thread
-				 * or a connection. */
+				 * or a connection (looking again when a full
+				 * rate-limit window ends). */
+				long retry = workers_retry_ms(c.db, &c.q);
 				free(tasks);
 				end(req, &c);
-				if (http_park(req, res, key, deadline, seq))
+				if (http_park_retry(
+					    req, res, key, deadline,
+					    retry ? mono_ms() + retry : 0, seq))
 					return;
 				http_text(res, 200, "application/json",
 					  "{\"tasks\":[]}");

@@ -126,6 +126,7 @@ struct parked {
 	struct request_state *st;
 	char key[256];
 	int64_t deadline_ms;
+	int64_t due_ms; /* the deadline, or an earlier retry */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -448,8 +449,20 @@ http_park(struct http_request *req, struct http_response *res, const char *key,
 	res->parked = true;
 	snprintf(res->park_key, sizeof(res->park_key), "%s", key);
 	res->park_deadline_ms = deadline_ms;
+	res->park_retry_ms = 0;
 	res->park_seq = seq;
 	return true;
+}
+
+bool
+http_park_retry(struct http_request *req, struct http_response *res,
+		const char *key, int64_t deadline_ms, int64_t retry_ms,
+		uint64_t seq)
+{
+	bool parked = http_park(req, res, key, deadline_ms, seq);
+	if (parked && res->parked && retry_ms > 0 && retry_ms < deadline_ms)
+		res->park_retry_ms = retry_ms;
+	return parked;
 }
 
 /* Suspends conn (on its MHD thread, inside on_request) and lists it. */
@@ -462,6 +475,7 @@ park(struct http_server *s, struct MHD_Connection *conn,
 	p->st = st;
 	memcpy(p->key, res->park_key, sizeof(p->key));
 	p->deadline_ms = res->park_deadline_ms;
+	p->due_ms = res->park_retry_ms ? res->park_retry_ms : p->deadline_ms;
 	st->park_deadline_ms = res->park_deadline_ms;
 	MHD_suspend_connection(conn);
 
@@ -493,7 +507,7 @@ resume_matching(struct http_server *s, const char *key, bool expired_only,
 	pthread_mutex_lock(&s->park_lock);
 	for (struct parked **pp = &s->parked; *pp;) {
 		struct parked *p = *pp;
-		bool match = expired_only ? p->deadline_ms <= now
+		bool match = expired_only ? p->due_ms <= now
 					  : !key || strcmp(p->key, key) == 0;
 		if (match) {
 			*pp = p->next;
@@ -574,8 +588,8 @@ park_timer(void *arg)
 		reap_slow(s);
 		int64_t next = mono_ms() + 1000;
 		for (struct parked *p = s->parked; p; p = p->next)
-			if (p->deadline_ms < next)
-				next = p->deadline_ms;
+			if (p->due_ms < next)
+				next = p->due_ms;
 		int64_t wait = next - mono_ms();
 		if (wait > 0) {
 			struct timespec until = mono_deadline(wait);
@@ -584,7 +598,7 @@ park_timer(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&s->park_lock);
-		resume_matching(s, NULL, true, true);
+		resume_matching(s, NULL, true, false);
 		pthread_mutex_lock(&s->park_lock);
 	}
 	pthread_mutex_unlock(&s->park_lock);

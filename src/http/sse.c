@@ -24,7 +24,9 @@
 enum {
 	BATCH = 200,         /* events read per query */
 	TICK_MS = 1000,      /* the hub's pass when nothing wakes it */
-	MAX_PENDING = 10000, /* notified events awaiting a status read */
+	MAX_PENDING = 10000, /* notified events awaiting a namespace look-up */
+	RETRY_MS = 100,      /* a namespace stream held back by a running
+				transaction looks again */
 	ACQUIRE_MS = 5000,   /* waiting for a pool connection */
 	LIVE_TTL_S = 30,     /* a registration outlives its process by this */
 	LIVE_REFRESH_MS = 10000, /* and is refreshed this often */
@@ -54,7 +56,10 @@ struct sub {
 			buffered (on_drained) */
 	int64_t beat_due_ms;
 	/* The hub's thread only: */
-	int64_t cursor; /* last seq sent */
+	int64_t cursor;           /* workflow streams: last seq sent */
+	struct events_ns_pos pos; /* namespace streams: last change read */
+	bool unsettled; /* namespace streams: a change waits for an older
+			   transaction to end */
 	bool beat;
 	bool more;
 	bool hold;             /* held back this pass */
@@ -82,6 +87,9 @@ struct sse_hub {
 	char (*pend_ids)[37];
 	int64_t *pend_seqs;
 	int npend;
+	bool overflow; /* some were not kept: read every namespace stream */
+	int64_t retry_due_ms; /* the hub's thread: unsettled streams look
+				 again (0: none) */
 	struct metric *m_streams, *m_events, *m_cutoffs, *m_refused, *m_dropped;
 	/* This process's row in "LiveStreamHolders" (the trigger notifies
 	 * only while one is alive).  live is written by the hub's thread
@@ -324,11 +332,30 @@ sse_namespace_events(struct http_request *req, struct http_response *res)
 			  "query argument name must not be empty");
 		return;
 	}
+	/* Where to start: after the change a client last saw (Last-Event-ID,
+	 * winning over ?after), else at the present. */
+	struct events_ns_pos pos;
+	const char *last = http_header(req, "Last-Event-ID");
+	const char *given = last && *last ? last : http_query(req, "after");
+	bool resume = given && *given;
+	if (resume && !events_ns_pos_parse(given, &pos)) {
+		http_fail(res, ERR_INVALID,
+			  "%s \"%.100s\" is not an event id of this stream",
+			  given == last ? "Last-Event-ID"
+					: "query argument after",
+			  given);
+		return;
+	}
 	struct db *db = api_db(req, res);
 	if (!db)
 		return;
 	char ns_id[37];
+	struct err e = ERR_INIT;
 	bool ok = api_namespace(req, res, db, ns_id);
+	if (ok && !resume && !events_ns_now(db, &pos, &e)) {
+		http_error(res, &e);
+		ok = false;
+	}
 	api_db_release(req, db);
 	if (!ok)
 		return;
@@ -336,6 +363,7 @@ sse_namespace_events(struct http_request *req, struct http_response *res)
 	s->ns_stream = true;
 	snprintf(s->ns_id, sizeof(s->ns_id), "%s", ns_id);
 	s->name = name ? xstrdup(name) : NULL;
+	s->pos = pos;
 	open_stream(app->sse, req, res, s);
 }
 
@@ -359,10 +387,12 @@ on_event(const struct workflow_event_ref *ev, void *arg)
 			memcpy(h->pend_ids[h->npend], ev->workflow_id, 37);
 			h->pend_seqs[h->npend] = ev->seq;
 			h->npend++;
-			wake = true;
 		} else {
+			/* Not looked up: every namespace stream reads. */
+			h->overflow = true;
 			metric_add(h->m_dropped, 1);
 		}
+		wake = true;
 	}
 	if (wake) {
 		h->wake = true;
@@ -456,43 +486,92 @@ read_batch(struct db *db, struct sub *s, struct err *e)
 	return ok;
 }
 
-/* The status changes of one pass: "ns_id\0def_name\0frame\0" each. */
-struct change_ctx {
-	struct strbuf all;
+struct ns_ctx {
+	struct sub *s;
+	struct strbuf sb;
+	bool ok;
+	bool full;    /* stopped: half the cap is buffered */
+	bool waiting; /* stopped at a change not yet settled */
+};
+
+static void
+on_ns_row(const struct events_ns_pos *pos, bool settled, const char *def_name,
+	  const char *json, void *arg)
+{
+	struct ns_ctx *c = arg;
+	struct sub *s = c->s;
+	if (!c->ok || c->waiting)
+		return;
+	if (!settled) {
+		/* An older transaction still runs: what it commits comes
+		 * before this one.  Look again shortly. */
+		c->waiting = true;
+		s->unsettled = true;
+		return;
+	}
+	if (json && (!s->name || strcmp(s->name, def_name) == 0)) {
+		char id[EVENTS_NS_POS_LEN];
+		events_ns_pos_format(pos, id);
+		sb_reset(&c->sb);
+		sb_printf(&c->sb, "id: %s\nevent: workflow\ndata: %s\n\n", id,
+			  json);
+		c->ok = sub_write(s, sb_str(&c->sb), c->sb.len);
+		if (!c->ok)
+			return;
+		metric_add(s->h->m_events, 1);
+	}
+	s->pos = *pos;
+	/* Enough buffered: the rest waits for the client. */
+	if (http_stream_buffered(s->st) >= s->h->o.buffer_bytes / 2) {
+		c->full = true;
+		c->ok = false;
+	}
+}
+
+/* Reads one batch of a namespace stream's changes after its position. */
+static bool
+read_ns_batch(struct db *db, struct sub *s, struct err *e)
+{
+	struct ns_ctx c = {s, STRBUF_INIT, true, false, false};
+	int n = 0;
+	s->unsettled = false;
+	bool ok = events_ns_read(db, s->ns_id, &s->pos, BATCH, on_ns_row, &c,
+				 &n, e);
+	sb_free(&c.sb);
+	s->more = ok && c.ok && !c.waiting && n == BATCH;
+	s->hold = ok && c.full;
+	return ok;
+}
+
+/* The namespaces with status changes among a pass's notifications. */
+struct ns_list {
+	struct strbuf ids; /* 37 bytes each */
 	int n;
 };
 
 static void
-on_change(const char *ns_id, const char *def_name, const char *json, void *arg)
+on_changed_ns(const char *ns_id, void *arg)
 {
-	struct change_ctx *c = arg;
-	sb_append(&c->all, ns_id, strlen(ns_id) + 1);
-	sb_append(&c->all, def_name, strlen(def_name) + 1);
-	sb_printf(&c->all, "event: workflow\ndata: %s\n\n", json);
-	sb_putc(&c->all, '\0');
-	c->n++;
+	struct ns_list *l = arg;
+	char id[37];
+	snprintf(id, sizeof(id), "%s", ns_id);
+	sb_append(&l->ids, id, sizeof(id));
+	l->n++;
 }
 
-/* Writes each change to every namespace stream it matches (hub lock held:
- * the list may not change meanwhile). */
+/* Marks the namespace streams of l's namespaces (every one when l is
+ * NULL) to be read (hub lock held). */
 static void
-fan_out(struct sse_hub *h, const struct change_ctx *c)
+mark_ns_streams(struct sse_hub *h, const struct ns_list *l)
 {
-	const char *p = c->all.ptr;
-	for (int i = 0; i < c->n; i++) {
-		const char *ns_id = p;
-		const char *def_name = ns_id + strlen(ns_id) + 1;
-		const char *frame = def_name + strlen(def_name) + 1;
-		size_t len = strlen(frame);
-		p = frame + len + 1;
-		for (struct sub *s = h->subs; s; s = s->next) {
-			if (!s->ns_stream || s->closed ||
-			    strcmp(s->ns_id, ns_id) != 0 ||
-			    (s->name && strcmp(s->name, def_name) != 0))
-				continue;
-			if (sub_write(s, frame, len))
-				metric_add(h->m_events, 1);
-		}
+	for (struct sub *s = h->subs; s; s = s->next) {
+		if (!s->ns_stream || s->closed)
+			continue;
+		for (int i = 0; l && i < l->n && !s->dirty; i++)
+			if (strcmp(s->ns_id, l->ids.ptr + 37 * i) == 0)
+				s->dirty = true;
+		if (!l)
+			s->dirty = true;
 	}
 }
 
@@ -578,14 +657,64 @@ hub_main(void *arg)
 	pthread_mutex_lock(&h->lock);
 	while (!h->stop) {
 		if (!h->wake) {
-			struct timespec until = mono_deadline(TICK_MS);
+			int64_t wait = TICK_MS;
+			if (h->retry_due_ms) {
+				int64_t left = h->retry_due_ms - mono_ms();
+				wait = left < 1 ? 1 : left < wait ? left : wait;
+			}
+			struct timespec until = mono_deadline(wait);
 			pthread_cond_timedwait(&h->cond, &h->lock, &until);
 			if (h->stop)
 				break;
 		}
 		h->wake = false;
 		reap(h);
+		struct db *db = NULL;
+		struct err e = ERR_INIT;
+		bool failed = false;
+
+		/* Which namespaces the notifications have status changes in:
+		 * their streams read in this pass. */
+		int npend = h->npend;
+		if (npend) {
+			if (npend > pend_cap) {
+				pend_cap = npend;
+				ids = xrealloc(ids, (size_t)npend * 37);
+				seqs = xrealloc(seqs,
+						(size_t)npend * sizeof(*seqs));
+				id_ptrs = xrealloc(id_ptrs,
+						   (size_t)npend *
+							   sizeof(*id_ptrs));
+			}
+			memcpy(ids, h->pend_ids, (size_t)npend * 37);
+			memcpy(seqs, h->pend_seqs,
+			       (size_t)npend * sizeof(*seqs));
+			h->npend = 0;
+			pthread_mutex_unlock(&h->lock);
+			for (int i = 0; i < npend; i++)
+				id_ptrs[i] = ids[i];
+			struct ns_list l = {STRBUF_INIT, 0};
+			db = db_pool_acquire(h->o.pool, ACQUIRE_MS, &e);
+			bool found = db && events_changed_namespaces(
+						   db, id_ptrs, seqs, npend,
+						   on_changed_ns, &l, &e);
+			pthread_mutex_lock(&h->lock);
+			/* A failure reads them all (and likely fails too:
+			 * then the tick tries again). */
+			mark_ns_streams(h, found ? &l : NULL);
+			sb_free(&l.ids);
+		}
+		if (h->overflow) {
+			h->overflow = false;
+			mark_ns_streams(h, NULL);
+		}
 		int64_t now = mono_ms();
+		if (h->retry_due_ms && now >= h->retry_due_ms) {
+			h->retry_due_ms = 0;
+			for (struct sub *s = h->subs; s; s = s->next)
+				if (s->ns_stream && s->unsettled)
+					s->dirty = true;
+		}
 		size_t nwork = 0;
 		for (struct sub *s = h->subs; s; s = s->next) {
 			if (s->closed)
@@ -607,28 +736,11 @@ hub_main(void *arg)
 			}
 			work[nwork++] = s;
 		}
-		int npend = h->npend;
-		if (npend) {
-			if (npend > pend_cap) {
-				pend_cap = npend;
-				ids = xrealloc(ids, (size_t)npend * 37);
-				seqs = xrealloc(seqs,
-						(size_t)npend * sizeof(*seqs));
-				id_ptrs = xrealloc(id_ptrs,
-						   (size_t)npend *
-							   sizeof(*id_ptrs));
-			}
-			memcpy(ids, h->pend_ids, (size_t)npend * 37);
-			memcpy(seqs, h->pend_seqs,
-			       (size_t)npend * sizeof(*seqs));
-			h->npend = 0;
-		}
 		unsigned nstreams = h->nstreams;
 		pthread_mutex_unlock(&h->lock);
 
-		struct db *db = NULL;
-		struct err e = ERR_INIT;
-		bool failed = false;
+		/* Registered before the streams are read: their next events
+		 * are announced. */
 		if (live_holding(h, nstreams, now, &db, &e) == LIVE_NEW)
 			settle(h, now);
 		for (size_t i = 0; i < nwork; i++) {
@@ -653,7 +765,7 @@ hub_main(void *arg)
 					       sizeof(KEEPALIVE) - 1))
 					continue;
 			}
-			if (s->ns_stream || s->cut)
+			if (s->cut)
 				continue;
 			if (failed) { /* the database is away: next pass */
 				s->more = true;
@@ -665,27 +777,11 @@ hub_main(void *arg)
 			}
 			if (!db)
 				db = db_pool_acquire(h->o.pool, ACQUIRE_MS, &e);
-			if (!db || !read_batch(db, s, &e)) {
+			if (!db || !(s->ns_stream ? read_ns_batch(db, s, &e)
+						  : read_batch(db, s, &e))) {
 				failed = true;
 				s->more = true; /* again on the next pass */
 			}
-		}
-		if (npend && !failed) {
-			if (!db)
-				db = db_pool_acquire(h->o.pool, ACQUIRE_MS, &e);
-			for (int i = 0; i < npend; i++)
-				id_ptrs[i] = ids[i];
-			struct change_ctx c = {STRBUF_INIT, 0};
-			if (db &&
-			    events_workflow_changes(db, id_ptrs, seqs, npend,
-						    on_change, &c, &e)) {
-				pthread_mutex_lock(&h->lock);
-				fan_out(h, &c);
-				pthread_mutex_unlock(&h->lock);
-			} else {
-				failed = true;
-			}
-			sb_free(&c.all);
 		}
 		if (db)
 			db_pool_release(h->o.pool, db);
@@ -709,6 +805,8 @@ hub_main(void *arg)
 				if (!failed) /* a failure waits for the tick */
 					h->wake = true;
 			}
+			if (s->unsettled && !s->cut && !h->retry_due_ms)
+				h->retry_due_ms = mono_ms() + RETRY_MS;
 		}
 	}
 	pthread_mutex_unlock(&h->lock);

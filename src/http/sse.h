@@ -11,8 +11,14 @@
  * (seq > the last sent, in seq order, in batches) on a pool connection
  * released as soon as the pass is done.  A notification is only a hint:
  * every stream is also re-read at each heartbeat, so one that was lost
- * costs latency, never an event.  Status changes are read for the
- * notified events only while a namespace stream is open.  An idle stream
+ * costs latency, never an event.  A namespace stream reads its
+ * namespace's status changes after its own position (store/events_repo.h:
+ * in writing-transaction order, each once every older transaction has
+ * ended; the position is the event's id, so Last-Event-ID resumes on any
+ * replica); notifications mark the streams of the namespaces they have
+ * status changes in (looked up only while a namespace stream is open),
+ * and a stream held back by a running transaction looks again shortly.
+ * An idle stream
  * holds no thread and no connection: its HTTP connection is suspended
  * (http_stream_open).
  *
@@ -64,7 +70,8 @@ void sse_workflow_stream(struct sse_hub *h, struct http_request *req,
 			 const char *ns_id, const char *id, int64_t after);
 
 /* GET /v1/ns/{ns}/events: the namespace's workflow status changes
- * (?name=DEF filters by definition). */
+ * (?name=DEF filters by definition) from the present, or after the
+ * position of Last-Event-ID / ?after (400 when it is none). */
 void sse_namespace_events(struct http_request *req, struct http_response *res);
 
 #endif

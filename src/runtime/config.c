@@ -167,6 +167,11 @@ static const struct config_def defs[] = {
 	INT("outbox-retention-hours", "NODEFLOW_OUTBOX_RETENTION_HOURS", "72",
 	    0, 87600, outbox_retention_hours,
 	    "published outbox events are deleted after this many hours"),
+	INT("outbox-dead-letter-retention-hours",
+	    "NODEFLOW_OUTBOX_DEAD_LETTER_RETENTION_HOURS", "720", 0, 876000,
+	    outbox_dead_letter_retention_hours,
+	    "dead-lettered outbox events are deleted this many hours after "
+	    "they were dead-lettered (0: kept until deleted by hand)"),
 	INT("semaphore-default-permits", "NODEFLOW_SEMAPHORE_DEFAULT_PERMITS",
 	    "1", 0, 1000000, semaphore_default_permits,
 	    "permits of a semaphore a task names but nobody configured "

@@ -64,6 +64,7 @@ struct config {
 	long outbox_backoff_max_ms;
 	long outbox_timeout_ms;
 	long outbox_retention_hours;
+	long outbox_dead_letter_retention_hours;
 	long semaphore_default_permits;
 	char *conductor_namespace; /* the namespace of /api/... */
 	char *server;              /* the client commands' node-flow URL */

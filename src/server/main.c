@@ -528,6 +528,8 @@ cmd_serve(struct command_line *cl)
 			.backoff_max_ms = cfg->outbox_backoff_max_ms,
 			.timeout_ms = cfg->outbox_timeout_ms,
 			.retention_hours = cfg->outbox_retention_hours,
+			.dead_letter_retention_hours =
+				cfg->outbox_dead_letter_retention_hours,
 		};
 		relay_start(&ro);
 	}

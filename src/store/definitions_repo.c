@@ -479,6 +479,58 @@ defs_task_missing(struct db *db, const char *ns_id, const json_t *names,
 	return true;
 }
 
+DB_STMT(defs_task_semaphore_select,
+	"SELECT \"t\".\"name\", \"t\".\"semaphore\" FROM \"TaskDefinitions\" \"t\""
+	" WHERE \"t\".\"namespaceId\" = $1 AND \"t\".\"semaphore\" IS NOT NULL"
+	" AND \"t\".\"name\" IN (SELECT jsonb_array_elements_text($2::jsonb))");
+
+bool
+defs_task_semaphores(struct db *db, const char *ns_id, const json_t *names,
+		     json_t **semaphores, struct err *e)
+{
+	*semaphores = NULL;
+	char *text = json_db_text(names);
+	const char *params[] = {ns_id, text};
+	PGresult *res = db_exec(db, &defs_task_semaphore_select, 2, params, e);
+	free(text);
+	if (!res)
+		return false;
+	*semaphores = json_object();
+	for (int i = 0; i < PQntuples(res); i++)
+		json_object_set_new(*semaphores, PQgetvalue(res, i, 0),
+				    json_string(PQgetvalue(res, i, 1)));
+	PQclear(res);
+	return true;
+}
+
+DB_STMT(defs_workflow_naming_select,
+	"SELECT \"d\".\"definition\" || jsonb_build_object('name', \"d\".\"name\","
+	" 'version', \"d\".\"version\")"
+	" FROM \"WorkflowDefinitions\" \"d\" WHERE \"d\".\"namespaceId\" = $1"
+	" AND jsonb_path_exists(\"d\".\"definition\","
+	" '$.** ? (@.name == $n && exists(@.taskReferenceName))',"
+	" jsonb_build_object('n', $2::text))"
+	" ORDER BY \"d\".\"name\", \"d\".\"version\"");
+
+bool
+defs_workflows_naming_task(struct db *db, const char *ns_id, const char *name,
+			   json_t **defs, struct err *e)
+{
+	*defs = NULL;
+	const char *params[] = {ns_id, name};
+	PGresult *res = db_exec(db, &defs_workflow_naming_select, 2, params, e);
+	if (!res)
+		return false;
+	*defs = json_array();
+	for (int i = 0; i < PQntuples(res); i++) {
+		json_t *v = json_loads(PQgetvalue(res, i, 0), 0, NULL);
+		if (v)
+			json_array_append_new(*defs, v);
+	}
+	PQclear(res);
+	return true;
+}
+
 /* ------------------------------------------------- workflow definitions */
 
 void
@@ -678,6 +730,8 @@ struct db_stmt *const definitions_repo_stmts[] = {
 	&defs_task_select_all,
 	&defs_task_remove,
 	&defs_task_absent,
+	&defs_task_semaphore_select,
+	&defs_workflow_naming_select,
 	&defs_workflow_insert,
 	&defs_workflow_upsert,
 	&defs_workflow_select,

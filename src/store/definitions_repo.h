@@ -98,6 +98,16 @@ bool defs_task_delete(struct db *db, const char *ns_id, const char *name,
  * array of the missing ones. */
 bool defs_task_missing(struct db *db, const char *ns_id, const json_t *names,
 		       json_t **missing, struct err *e);
+/* Of names (a JSON array of strings), those registered with a semaphore:
+ * a new object, name to semaphore. */
+bool defs_task_semaphores(struct db *db, const char *ns_id, const json_t *names,
+			  json_t **semaphores, struct err *e);
+/* The registered workflow definitions (every version) that may have a task
+ * named name (an object with that "name" and a "taskReferenceName"
+ * anywhere in it): a new array of their stored documents, each with its
+ * "name" and "version". */
+bool defs_workflows_naming_task(struct db *db, const char *ns_id,
+				const char *name, json_t **defs, struct err *e);
 
 struct workflow_def_row {
 	char *name;

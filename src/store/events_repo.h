@@ -1,8 +1,8 @@
 /*
  * events_repo — the reads behind the live history streams: a workflow's
- * events after a cursor, in seq order, one row at a time; and, for a batch
- * of notified (workflowId, seq) pairs, the WORKFLOW_* ones with their
- * execution's summary.
+ * events after a cursor, in seq order, one row at a time; a namespace's
+ * status changes after a position; and which namespaces a batch of
+ * notified (workflowId, seq) pairs has status changes in.
  *
  * Threads: as db.h (one thread per connection).  Ownership: strings passed
  * to the callbacks are valid during the call only.  Failure: false with e
@@ -33,16 +33,52 @@ bool events_read(struct db *db, const char *ns_id, const char *id,
 		 int64_t after, int limit, events_row_fn *fn, void *arg,
 		 int *count, struct err *e);
 
-/* One workflow status change: the execution's namespace, its definition's
- * name, and {"id","name","version","status","correlationId","reason",
- * "parentWorkflowId","startedAt","updatedAt","endedAt","eventType","seq"}. */
-typedef void events_change_fn(const char *ns_id, const char *def_name,
-			      const char *json, void *arg);
+/*
+ * A namespace's workflow status changes (its WORKFLOW_* events) in one
+ * order every replica reads alike: by the id of the transaction that
+ * wrote each ("xid"), then workflow id, then seq.  A reader takes an event
+ * only once its transaction is older than every transaction still running
+ * (its snapshot's xmin): a change that commits later is then always after
+ * every position already read, so a position resumes with no gap and no
+ * duplicate.  The position is also the stream's event id:
+ * "<xid>-<workflowId>-<seq>", opaque to clients.
+ */
+struct events_ns_pos {
+	uint64_t xid;
+	char wf_id[37];
+	int64_t seq;
+};
 
-/* For the n pairs (ids[i], seqs[i]), calls fn for each event whose type is
- * WORKFLOW_*, in the order given. */
-bool events_workflow_changes(struct db *db, const char *const *ids,
-			     const int64_t *seqs, int n, events_change_fn *fn,
-			     void *arg, struct err *e);
+enum { EVENTS_NS_POS_LEN = 20 + 1 + 36 + 1 + 20 + 1 };
+
+/* The position of "now": before every change a transaction still running
+ * (or yet to start) writes. */
+bool events_ns_now(struct db *db, struct events_ns_pos *pos, struct err *e);
+/* Formats pos into out (EVENTS_NS_POS_LEN); parses one, false when text is
+ * no position. */
+void events_ns_pos_format(const struct events_ns_pos *pos, char *out);
+bool events_ns_pos_parse(const char *text, struct events_ns_pos *pos);
+
+/* One status change: its position; whether it may be sent (its
+ * transaction is older than every running one: once one is not, none
+ * after it is); its execution's definition name (NULL when the execution
+ * is gone); and {"id","name","version","status","correlationId","reason",
+ * "parentWorkflowId","startedAt","updatedAt","endedAt","eventType","seq"},
+ * the execution as it is now (NULL when gone). */
+typedef void events_ns_fn(const struct events_ns_pos *pos, bool settled,
+			  const char *def_name, const char *json, void *arg);
+
+/* Calls fn for the namespace's changes after `after`, at most limit, in
+ * order; *count is how many. */
+bool events_ns_read(struct db *db, const char *ns_id,
+		    const struct events_ns_pos *after, int limit,
+		    events_ns_fn *fn, void *arg, int *count, struct err *e);
+
+/* For the n notified pairs (ids[i], seqs[i]), calls fn once per namespace
+ * that has a WORKFLOW_* event among them. */
+typedef void events_ns_id_fn(const char *ns_id, void *arg);
+bool events_changed_namespaces(struct db *db, const char *const *ids,
+			       const int64_t *seqs, int n, events_ns_id_fn *fn,
+			       void *arg, struct err *e);
 
 #endif

@@ -363,6 +363,28 @@ outbox_prune(struct db *db, long retention_hours, int limit, size_t *deleted,
 	return true;
 }
 
+DB_STMT(outbox_prune_dead_stmt,
+	"DELETE FROM \"OutboxEvents\" WHERE \"id\" IN (SELECT \"id\""
+	" FROM \"OutboxEvents\" WHERE \"deadLetteredAt\" IS NOT NULL"
+	" AND \"deadLetteredAt\" < now() - $1::bigint * interval '1 hour'"
+	" ORDER BY \"deadLetteredAt\" LIMIT $2::int)");
+
+bool
+outbox_prune_dead(struct db *db, long retention_hours, int limit,
+		  size_t *deleted, struct err *e)
+{
+	char hours[24], lim[16];
+	snprintf(hours, sizeof(hours), "%ld", retention_hours);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	const char *params[] = {hours, lim};
+	PGresult *res = db_exec(db, &outbox_prune_dead_stmt, 2, params, e);
+	if (!res)
+		return false;
+	*deleted = (size_t)strtoul(PQcmdTuples(res), NULL, 10);
+	PQclear(res);
+	return true;
+}
+
 /* --------------------------------------------------------- dead letter */
 
 DB_STMT(outbox_dead_list_stmt,
@@ -421,19 +443,12 @@ outbox_dead_replay(struct db *db, const char *ns_id, bool all,
 }
 
 struct db_stmt *const outbox_repo_stmts[] = {
-	&outbox_sink_put_stmt,
-	&outbox_sink_get_stmt,
-	&outbox_sink_list_stmt,
-	&outbox_sink_delete_stmt,
-	&outbox_listener_put_stmt,
-	&outbox_listener_get_stmt,
-	&outbox_listener_list_stmt,
-	&outbox_listener_delete_stmt,
-	&outbox_claim_stmt,
-	&outbox_published_stmt,
-	&outbox_failed_stmt,
-	&outbox_prune_stmt,
-	&outbox_dead_list_stmt,
-	&outbox_dead_replay_stmt,
-	NULL,
+	&outbox_sink_put_stmt,      &outbox_sink_get_stmt,
+	&outbox_sink_list_stmt,     &outbox_sink_delete_stmt,
+	&outbox_listener_put_stmt,  &outbox_listener_get_stmt,
+	&outbox_listener_list_stmt, &outbox_listener_delete_stmt,
+	&outbox_claim_stmt,         &outbox_published_stmt,
+	&outbox_failed_stmt,        &outbox_prune_stmt,
+	&outbox_prune_dead_stmt,    &outbox_dead_list_stmt,
+	&outbox_dead_replay_stmt,   NULL,
 };

@@ -99,6 +99,9 @@ bool outbox_failed(struct db *db, const struct outbox_item *it,
 /* Deletes up to limit rows published more than retention_hours ago. */
 bool outbox_prune(struct db *db, long retention_hours, int limit,
 		  size_t *deleted, struct err *e);
+/* Deletes up to limit rows dead-lettered more than retention_hours ago. */
+bool outbox_prune_dead(struct db *db, long retention_hours, int limit,
+		       size_t *deleted, struct err *e);
 
 /* --------------------------------------------------------- dead letter */
 

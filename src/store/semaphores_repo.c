@@ -184,7 +184,42 @@ semaphores_prune_rate_windows(struct db *db, int limit, size_t *n,
 	return sweep(db, &semaphores_prune_stmt, limit, n, e);
 }
 
+/* The window as queue_lease_gated bins it (now(), epoch-aligned). */
+DB_STMT(semaphores_rate_window_stmt,
+	"WITH w AS (SELECT date_bin(make_interval(secs => $4::int), now(),"
+	"   '1970-01-01 00:00:00+00'::timestamptz) AS \"start\")"
+	" SELECT CASE WHEN coalesce((SELECT b.\"count\""
+	"   FROM \"RateLimitBuckets\" b WHERE b.\"namespaceId\" = $1::uuid"
+	"   AND b.\"queueName\" = $2 AND b.\"windowStart\" = w.\"start\"), 0)"
+	"   >= $3::int AND EXISTS (SELECT 1 FROM \"TaskQueues\" q"
+	"   WHERE q.\"queueName\" = $2 AND q.\"leaseExpiresAt\" IS NULL"
+	"   AND q.\"taskType\" = 'SIMPLE')"
+	" THEN greatest(1, ceil(extract(epoch FROM w.\"start\""
+	"   + make_interval(secs => $4::int) - clock_timestamp()) * 1000))"
+	" ELSE 0 END::bigint::text FROM w");
+
+bool
+semaphores_rate_window_ms(struct db *db, const char *ns_id, const char *queue,
+			  int limit, int seconds, long *ms, struct err *e)
+{
+	char lim[16], secs[16];
+	snprintf(lim, sizeof(lim), "%d", limit);
+	snprintf(secs, sizeof(secs), "%d", seconds > 0 ? seconds : 1);
+	const char *params[] = {ns_id, queue, lim, secs};
+	PGresult *res = db_exec(db, &semaphores_rate_window_stmt, 4, params, e);
+	if (!res)
+		return false;
+	*ms = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return true;
+}
+
 struct db_stmt *const semaphores_repo_stmts[] = {
-	&semaphores_put_stmt,   &semaphores_list_stmt,  &semaphores_delete_stmt,
-	&semaphores_sweep_stmt, &semaphores_prune_stmt, NULL,
+	&semaphores_put_stmt,
+	&semaphores_list_stmt,
+	&semaphores_delete_stmt,
+	&semaphores_sweep_stmt,
+	&semaphores_prune_stmt,
+	&semaphores_rate_window_stmt,
+	NULL,
 };

@@ -53,5 +53,12 @@ bool semaphores_sweep_holders(struct db *db, int limit, size_t *n,
 /* Deletes up to limit rate-limit windows that began more than a day ago. */
 bool semaphores_prune_rate_windows(struct db *db, int limit, size_t *n,
 				   struct err *e);
+/* For a poll of queue (its rows' "queueName") held back: when its rate
+ * limit's current window (limit leases per `seconds`, as queue_lease_gated
+ * counts them) is full and unleased tasks wait, *ms is the milliseconds
+ * until that window ends (at least 1); otherwise 0. */
+bool semaphores_rate_window_ms(struct db *db, const char *ns_id,
+			       const char *queue, int limit, int seconds,
+			       long *ms, struct err *e);
 
 #endif

@@ -9,7 +9,10 @@
  *                complete.  A worker that vanishes: its permit comes back
  *                when its lease runs out and another task is handed out; a
  *                heartbeat renews the permit with the lease.  A workflow
- *                task's own semaphore gates a definition without one.
+ *                task's own semaphore gates a definition without one.  A
+ *                task definition with a semaphore used by a task the
+ *                server runs itself (HTTP) is refused, in either order
+ *                of registration, on both APIs.
  *   unconfigured a semaphore nobody configured gates at
  *                --semaphore-default-permits (1 by default) and is listed
  *                with "configured": false while held.
@@ -19,6 +22,11 @@
  *   concurrency  concurrentExecLimit 2: a poll for 10 gets 2, the
  *                Conductor batch poll then gets none; a completion lets
  *                one more out.
+ *   wake         a long-poll (waitMs 30000) held back by a full rate-limit
+ *                window is answered when the window ends, and one held back
+ *                by a concurrentExecLimit when a task completes (on another
+ *                replica), both well before their wait ends (a deadline
+ *                shorter than the wait, not a measured time).
  *   api          PUT creates (201) and resizes (200), GET one and the list
  *                in their documented shape, DELETE 204 then 404; bad input
  *                400 naming the field or the path; unknown names 404.
@@ -65,6 +73,7 @@ TestSuite(unconfigured, .fini = cleanup);
 TestSuite(rate, .fini = cleanup);
 TestSuite(concurrency, .fini = cleanup);
 TestSuite(api, .fini = cleanup);
+TestSuite(wake, .fini = cleanup);
 
 static void
 start(int replicas, const char *const *flags)
@@ -685,6 +694,85 @@ Test(semaphore, bad_semaphore_fields_are_rejected)
 		       "$.tasks[0].semaphore");
 }
 
+/* A detail at path `at` whose message mentions `words`. */
+static void
+expect_invalid_saying(const char *method, const char *path, const char *body,
+		      const char *at, const char *words)
+{
+	json_t *v = call(method, path, body, 400);
+	bool found = false;
+	size_t i;
+	json_t *d;
+	/* node-flow's error.details, or Conductor's validationErrors. */
+	json_t *list = json_object_get(json_object_get(v, "error"), "details");
+	if (!list)
+		list = json_object_get(v, "validationErrors");
+	json_array_foreach (list, i, d) {
+		const char *p = json_string_value(json_object_get(d, "path"));
+		const char *m =
+			json_string_value(json_object_get(d, "message"));
+		found = found ||
+			(p && m && strcmp(p, at) == 0 && strstr(m, words));
+	}
+	cr_assert(found, "%s %s: no detail at %s saying %s: %s", method, path,
+		  at, words, last_body);
+	json_decref(v);
+}
+
+#define HTTP_TASK(name, ref)                                        \
+	"{\"name\":\"" name "\",\"taskReferenceName\":\"" ref "\"," \
+	"\"type\":\"HTTP\",\"inputParameters\":{\"http_request\":{" \
+	"\"uri\":\"http://127.0.0.1:9/\",\"method\":\"GET\"}}}"
+
+Test(semaphore, system_task_named_like_a_gated_definition_is_refused)
+{
+	start(1, NULL);
+	/* A registered definition with a semaphore, used by an HTTP task
+	 * (nested in a SWITCH too): the server runs it, ungated. */
+	put_task_def("fetch", json_pack("{s:s}", "semaphore", "s"));
+	const char *wf =
+		"{\"name\":\"w\",\"tasks\":[{\"name\":\"pick\","
+		"\"taskReferenceName\":\"pick\",\"type\":\"SWITCH\","
+		"\"evaluatorType\":\"value-param\",\"expression\":\"k\","
+		"\"inputParameters\":{\"k\":\"a\"},\"decisionCases\":{\"a\":[" HTTP_TASK(
+			"fetch", "inner") "]}}," HTTP_TASK("fetch",
+							   "outer") "]}";
+	expect_invalid_saying("POST", NS "/workflow-definitions", wf,
+			      "$.tasks[1].name", "semaphore s,");
+	expect_invalid_saying("POST", NS "/workflow-definitions", wf,
+			      "$.tasks[0].decisionCases['a'][0].name",
+			      "worker (SIMPLE) tasks only");
+	/* The Conductor metadata API says the same. */
+	char conductor[4096];
+	snprintf(conductor, sizeof(conductor), "[%s]", wf);
+	expect_invalid_saying("PUT", "/api/metadata/workflow", conductor,
+			      "$[0].tasks[1].name", "semaphore s");
+	/* As a worker task it is gated, and fine. */
+	callj_ok("POST", NS "/workflow-definitions", 201,
+		 json_pack("{s:s,s:[{s:s,s:s}]}", "name", "w_worker", "tasks",
+			   "name", "fetch", "taskReferenceName", "f"));
+
+	/* The other order: the workflow first, then the semaphore. */
+	call("POST", NS "/workflow-definitions",
+	     "{\"name\":\"w2\",\"tasks\":[" HTTP_TASK("probe", "p") "]}", 201);
+	json_decref(call("PUT", NS "/task-definitions/probe",
+			 "{\"name\":\"probe\"}", 201));
+	expect_invalid_saying("PUT", NS "/task-definitions/probe",
+			      "{\"semaphore\":\"s\"}", "$.semaphore",
+			      "workflow w2 version 1");
+	expect_invalid_saying("POST", "/api/metadata/taskdefs",
+			      "[{\"name\":\"ok\"},{\"name\":\"probe\","
+			      "\"semaphore\":\"s\"}]",
+			      "$[1].semaphore", "$.tasks[0]");
+	/* Nothing of a refused list was stored. */
+	call("GET", NS "/task-definitions/ok", NULL, 404);
+	json_t *d = call("GET", NS "/task-definitions/probe", NULL, 200);
+	cr_assert(json_object_get(d, "semaphore") == NULL ||
+			  json_is_null(json_object_get(d, "semaphore")),
+		  "%s", last_body);
+	json_decref(d);
+}
+
 /* ---------------------------------------------------------- unconfigured */
 
 Test(unconfigured, gates_at_the_default_and_is_listed_while_held)
@@ -821,6 +909,131 @@ Test(concurrency, limit_caps_tasks_in_progress)
 	complete("capped", "w", id_of(json_array_get(t, 0)));
 	cr_assert_eq(poll_n("capped", "w", 10), 1);
 	json_decref(t);
+}
+
+/* ------------------------------------------------------------------ wake */
+
+/* One long-poll on its own thread. */
+struct long_poll {
+	pthread_t t;
+	const char *base;
+	const char *queue;
+	char *body;
+	long status;
+	atomic_bool done;
+};
+
+static void *
+long_poll_main(void *arg)
+{
+	struct long_poll *lp = arg;
+	char path[256];
+	snprintf(path, sizeof(path), NS "/queues/%s/poll", lp->queue);
+	CURL *h = curl_easy_init();
+	lp->status = req(h, lp->base, "POST", path,
+			 "{\"workerId\":\"late\",\"count\":1,"
+			 "\"waitMs\":30000}",
+			 &lp->body);
+	curl_easy_cleanup(h);
+	atomic_store(&lp->done, true);
+	return NULL;
+}
+
+static void
+long_poll_start(struct long_poll *lp, const char *queue)
+{
+	lp->base = srv->base;
+	lp->queue = queue;
+	lp->body = NULL;
+	atomic_store(&lp->done, false);
+	cr_assert(pthread_create(&lp->t, NULL, long_poll_main, lp) == 0);
+}
+
+static bool
+long_poll_done(void *arg)
+{
+	struct long_poll *lp = arg;
+	return atomic_load(&lp->done);
+}
+
+static bool
+one_parked(void *arg)
+{
+	(void)arg;
+	struct th_response r;
+	th_http(&servers[0], "GET", "/metrics", NULL, 0, &r);
+	bool ok = r.status == 200 && strstr(r.body, "nodeflow_http_parked 1\n");
+	th_response_free(&r);
+	return ok;
+}
+
+/* Waits (a deadline well inside its 30 s wait) for the long-poll to be
+ * answered with one task; returns the task's id (malloc'd). */
+static char *
+long_poll_task(struct long_poll *lp, const char *why)
+{
+	cr_assert(th_wait_until(WAIT_MS, long_poll_done, lp),
+		  "the long-poll was not answered when %s", why);
+	pthread_join(lp->t, NULL);
+	cr_assert_eq(lp->status, 200, "%s", lp->body);
+	json_t *v = json_loads(lp->body, 0, NULL);
+	json_t *ts = json_object_get(v, "tasks");
+	cr_assert_eq(json_array_size(ts), 1, "%s", lp->body);
+	char *id = strdup(id_of(json_array_get(ts, 0)));
+	json_decref(v);
+	free(lp->body);
+	return id;
+}
+
+Test(wake, rate_window_end_answers_a_waiting_poll)
+{
+	start(1, NULL);
+	put_task_def("slow_rate",
+		     json_pack("{s:i,s:i,s:i}", "rateLimitPerFrequency", 1,
+			       "rateLimitFrequencyInSeconds", 4,
+			       "responseTimeoutSeconds", 60));
+	put_workflow("slow_rate_wf", "slow_rate", NULL);
+	start_workflows("slow_rate_wf", 2);
+	wait_scheduled("slow_rate", 2);
+
+	/* The window's one task; the second waits for the next window. */
+	cr_assert_eq(poll_n("slow_rate", "w", 2), 1, "%s", last_body);
+	struct long_poll lp;
+	long_poll_start(&lp, "slow_rate");
+	char *id = long_poll_task(&lp, "the rate-limit window ended");
+	complete("slow_rate", "late", id);
+	free(id);
+	cr_assert_eq(th_int(sql,
+			    "SELECT max(\"count\") FROM \"RateLimitBuckets\""
+			    " WHERE \"queueName\" = 'default/slow_rate'",
+			    0, NULL),
+		     1);
+}
+
+Test(wake, completion_answers_a_poll_held_by_concurrent_exec_limit)
+{
+	start(2, NULL);
+	put_task_def("one_at_a_time",
+		     json_pack("{s:i,s:i}", "concurrentExecLimit", 1,
+			       "responseTimeoutSeconds", 60));
+	put_workflow("one_wf", "one_at_a_time", NULL);
+	start_workflows("one_wf", 2);
+	wait_scheduled("one_at_a_time", 2);
+
+	json_t *t = poll("one_at_a_time", "w", 2);
+	cr_assert_eq(json_array_size(t), 1, "%s", last_body);
+	struct long_poll lp;
+	long_poll_start(&lp, "one_at_a_time");
+	cr_assert(th_wait_until(WAIT_MS, one_parked, NULL),
+		  "the second poll did not wait");
+	/* Completed through the other replica. */
+	srv = &servers[1];
+	complete("one_at_a_time", "w", id_of(json_array_get(t, 0)));
+	srv = &servers[0];
+	json_decref(t);
+	char *id = long_poll_task(&lp, "the task in progress completed");
+	complete("one_at_a_time", "late", id);
+	free(id);
 }
 
 /* ------------------------------------------------------------------- api */

@@ -18,6 +18,10 @@
  *                transaction: rolled back, none; committed, one.
  *   replicas     two servers on one database deliver every event exactly
  *                once.
+ *   retention    dead-lettered rows older than
+ *                --outbox-dead-letter-retention-hours are deleted by the
+ *                relay, younger ones kept, as published rows past
+ *                --outbox-retention-hours; with 0 the dead letter is kept.
  *   api          sinks and listeners: PUT, GET (never the secret), DELETE,
  *                and the validation errors; a Conductor definition's
  *                workflowStatusListenerEnabled/Sink makes its listener.
@@ -71,11 +75,14 @@ drain_main(void *arg)
 	return NULL;
 }
 
+static bool db_cloned;
+
 static void
 start_server(const char *const *flags)
 {
-	if (nservers == 0)
+	if (nservers == 0 && !db_cloned)
 		th_db_clone(&db);
+	db_cloned = true;
 	struct th_server *s = &srv[nservers];
 	th_server_start(s, db.url, flags);
 	cr_assert(pthread_create(&drains[nservers], NULL, drain_main, s) == 0);
@@ -92,7 +99,9 @@ cleanup(void)
 		close(srv[i].proc.out_fd);
 	}
 	nservers = 0;
-	th_db_drop(&db);
+	if (db_cloned)
+		th_db_drop(&db);
+	db_cloned = false;
 }
 
 TestSuite(retry, .fini = cleanup);
@@ -101,6 +110,7 @@ TestSuite(listener, .fini = cleanup);
 TestSuite(transaction, .fini = cleanup);
 TestSuite(replicas, .fini = cleanup);
 TestSuite(api, .fini = cleanup);
+TestSuite(retention, .fini = cleanup);
 
 /* ---------------------------------------------------------- HTTP helpers */
 
@@ -734,6 +744,97 @@ Test(replicas, two_relays_deliver_each_event_once)
 				      "event %lld delivered twice",
 				      rx.hits[i].event_id);
 	pthread_mutex_unlock(&rx.mu);
+}
+
+/* Outbox rows of the default namespace, written before a server starts:
+ * dead-lettered 40 days and 1 day ago, published 40 days and 1 hour ago. */
+static void
+seed_aged_rows(void)
+{
+	th_db_clone(&db);
+	db_cloned = true;
+	PGconn *c = sql();
+	th_exec(c, "INSERT INTO \"OutboxEvents\" (\"namespaceId\","
+		   " \"eventType\", \"sink\", \"attempts\", \"lastError\","
+		   " \"deadLetteredAt\", \"publishedAt\", \"payload\")"
+		   " SELECT n.\"id\", 'TASK_EVENT', 'hooks', 1, v.e,"
+		   " now() - v.dead, now() - v.pub,"
+		   " jsonb_build_object('age', v.age)"
+		   " FROM \"Namespaces\" n, (VALUES"
+		   " ('dead-old', interval '40 days', NULL::interval, 'x'),"
+		   " ('dead-new', interval '1 day', NULL, 'x'),"
+		   " ('pub-old', NULL, interval '40 days', NULL),"
+		   " ('pub-new', NULL, interval '1 hour', NULL))"
+		   " AS v(age, dead, pub, e)"
+		   " WHERE n.\"name\" = 'default'");
+	PQfinish(c);
+}
+
+struct aged {
+	const char *age;
+};
+
+static bool
+aged_gone(void *arg)
+{
+	struct aged *a = arg;
+	PGconn *c = sql();
+	const char *p[] = {a->age};
+	long long n = th_int(c,
+			     "SELECT count(*) FROM \"OutboxEvents\""
+			     " WHERE \"payload\"->>'age' = $1",
+			     1, p);
+	PQfinish(c);
+	return n == 0;
+}
+
+static long long
+aged_count(const char *age)
+{
+	PGconn *c = sql();
+	const char *p[] = {age};
+	long long n = th_int(c,
+			     "SELECT count(*) FROM \"OutboxEvents\""
+			     " WHERE \"payload\"->>'age' = $1",
+			     1, p);
+	PQfinish(c);
+	return n;
+}
+
+Test(retention, old_dead_letters_are_pruned)
+{
+	seed_aged_rows();
+	start_server(
+		(const char *const[]){"--outbox-interval-ms", "100", NULL});
+	struct aged a = {"dead-old"};
+	cr_assert(th_wait_until(WAIT_MS, aged_gone, &a),
+		  "a row dead-lettered 40 days ago is still there");
+	a.age = "pub-old";
+	cr_assert(th_wait_until(WAIT_MS, aged_gone, &a),
+		  "a row published 40 days ago is still there");
+	/* One pass deletes both kinds; the young rows stay. */
+	cr_assert_eq(aged_count("dead-new"), 1);
+	cr_assert_eq(aged_count("pub-new"), 1);
+	json_t *v = call("GET", NS "/outbox/dead-letter", NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(v, "items")), 1, "%s",
+		     last_body);
+	json_decref(v);
+}
+
+Test(retention, zero_keeps_the_dead_letter)
+{
+	seed_aged_rows();
+	start_server((const char *const[]){
+		"--outbox-interval-ms", "100",
+		"--outbox-dead-letter-retention-hours", "0", NULL});
+	struct aged a = {"pub-old"};
+	cr_assert(th_wait_until(WAIT_MS, aged_gone, &a),
+		  "a row published 40 days ago is still there");
+	/* The pass that pruned the published row looked at the dead letter
+	 * first. */
+	cr_assert_eq(aged_count("dead-old"), 1);
+	cr_assert_eq(aged_count("dead-new"), 1);
+	cr_assert_eq(aged_count("pub-new"), 1);
 }
 
 Test(api, sinks_and_listeners)

@@ -11,6 +11,15 @@
  *   namespace   the namespace stream (?name filter) sees a workflow go
  *               RUNNING → COMPLETED; another definition's never shows;
  *               keepalives arrive at the heartbeat.
+ *   namespace_resume  a namespace stream dropped after 2 changes, more
+ *               changes through another replica, a reconnection to that
+ *               replica with Last-Event-ID: exactly the later 4, once
+ *               each (a live one as a barrier); together every change
+ *               there is.  ?after= resumes alike; a bad id is 400.
+ *   namespace_late_commit  a change whose transaction began first and
+ *               commits last is sent before a change committed meanwhile
+ *               (held back until then), and resuming after it sends the
+ *               later one once.
  *   slow        a client that never reads is cut off (metrics, and its
  *               connection ends) while events pile up.
  *   errors      404 JSON for an unknown workflow before any stream; 429
@@ -236,7 +245,7 @@ wait_metric(const struct th_server *s, const char *line)
 struct sse {
 	pthread_t thread;
 	char url[512];
-	char last_id[32];   /* Last-Event-ID to send, "" for none */
+	char last_id[96];   /* Last-Event-ID to send, "" for none */
 	char interface[32]; /* local address to connect from, "" any */
 	long long abort_at; /* drop the connection after this seq (0: no) */
 	pthread_mutex_t mu;
@@ -244,6 +253,7 @@ struct sse {
 	size_t len, cap, parsed;
 	int n;
 	long long seqs[MAX_EVENTS];
+	char ids[MAX_EVENTS][96]; /* the id: lines as sent ("" for none) */
 	char types[MAX_EVENTS][40];
 	char *data[MAX_EVENTS];
 	int comments;
@@ -258,15 +268,17 @@ static void
 sse_frame(struct sse *c, const char *f, size_t len)
 {
 	long long seq = -1;
+	char id[96] = "";
 	char type[40] = "";
 	char *data = NULL;
 	bool comment = false;
 	for (const char *p = f; p < f + len;) {
 		const char *nl = memchr(p, '\n', (size_t)(f + len - p));
 		size_t l = nl ? (size_t)(nl - p) : (size_t)(f + len - p);
-		if (l >= 4 && strncmp(p, "id: ", 4) == 0)
+		if (l >= 4 && strncmp(p, "id: ", 4) == 0) {
 			seq = strtoll(p + 4, NULL, 10);
-		else if (l >= 7 && strncmp(p, "event: ", 7) == 0)
+			snprintf(id, sizeof(id), "%.*s", (int)(l - 4), p + 4);
+		} else if (l >= 7 && strncmp(p, "event: ", 7) == 0)
 			snprintf(type, sizeof(type), "%.*s", (int)(l - 7),
 				 p + 7);
 		else if (l >= 6 && strncmp(p, "data: ", 6) == 0)
@@ -281,6 +293,7 @@ sse_frame(struct sse *c, const char *f, size_t len)
 	}
 	if (c->n < MAX_EVENTS) {
 		c->seqs[c->n] = seq;
+		snprintf(c->ids[c->n], sizeof(c->ids[0]), "%s", id);
 		snprintf(c->types[c->n], sizeof(c->types[0]), "%s", type);
 		c->data[c->n] = data;
 		c->n++;
@@ -334,7 +347,7 @@ sse_main(void *arg)
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr =
 		curl_slist_append(NULL, "Accept: text/event-stream");
-	char last[64];
+	char last[128];
 	if (c->last_id[0]) {
 		snprintf(last, sizeof(last), "Last-Event-ID: %s", c->last_id);
 		hdr = curl_slist_append(hdr, last);
@@ -571,7 +584,8 @@ Test(sse, namespace)
 	const char *want_type[] = {"WORKFLOW_STARTED", "WORKFLOW_COMPLETED"};
 	const char *want_status[] = {"RUNNING", "COMPLETED"};
 	for (int i = 0; i < 2; i++) {
-		cr_assert_eq(c->seqs[i], -1, "no id: line on this stream");
+		/* The id: an opaque position, "<xid>-<workflowId>-<seq>". */
+		cr_assert(strstr(c->ids[i], id), "id: %s", c->ids[i]);
 		json_t *v = json_loads(c->data[i], 0, NULL);
 		cr_assert_not_null(v, "%s", c->data[i]);
 		cr_assert_str_eq(json_string_value(json_object_get(v, "id")),
@@ -600,6 +614,221 @@ Test(sse, namespace)
 	json_t *e = call(s, "GET", NS "/events", NULL, 400);
 	cr_assert_not_null(json_object_get(e, "error"));
 	json_decref(e);
+}
+
+/* Status changes (WORKFLOW_* events) of definition def's workflows. */
+static long long
+changes_of(const char *def)
+{
+	const char *params[] = {def};
+	return th_int(
+		sql,
+		"SELECT count(*) FROM \"WorkflowEvents\" ev"
+		" JOIN \"WorkflowExecutions\" x ON x.\"id\" = ev.\"workflowId\""
+		" WHERE x.\"defName\" = $1"
+		" AND ev.\"type\" LIKE 'WORKFLOW\\_%'",
+		1, params);
+}
+
+struct changes_want {
+	const char *def;
+	long long n;
+};
+
+static bool
+changes_at_least(void *arg)
+{
+	struct changes_want *w = arg;
+	return changes_of(w->def) >= w->n;
+}
+
+struct count_want {
+	struct sse *c;
+	int n;
+};
+
+static bool
+sse_count(void *arg)
+{
+	struct count_want *w = arg;
+	pthread_mutex_lock(&w->c->mu);
+	bool ok = w->c->n >= w->n;
+	pthread_mutex_unlock(&w->c->mu);
+	return ok;
+}
+
+static void
+wait_count(struct sse *c, int n)
+{
+	struct count_want w = {c, n};
+	cr_assert(th_wait_until(WAIT_MS, sse_count, &w),
+		  "the stream has %d events, wanted %d", c->n, n);
+}
+
+/* Event i of a namespace stream is workflow id's change of type. */
+static void
+assert_change(struct sse *c, int i, const char *id, const char *type)
+{
+	json_t *v = json_loads(c->data[i], 0, NULL);
+	cr_assert_not_null(v, "%s", c->data[i]);
+	cr_assert_str_eq(json_string_value(json_object_get(v, "id")), id,
+			 "event %d: %s", i, c->data[i]);
+	cr_assert_str_eq(json_string_value(json_object_get(v, "eventType")),
+			 type, "event %d: %s", i, c->data[i]);
+	/* The id names the workflow and the event's seq. */
+	char tail[64];
+	snprintf(tail, sizeof(tail), "-%s-%lld", id,
+		 (long long)json_integer_value(json_object_get(v, "seq")));
+	size_t n = strlen(c->ids[i]), t = strlen(tail);
+	cr_assert(n > t && strcmp(c->ids[i] + n - t, tail) == 0,
+		  "event %d: id %s", i, c->ids[i]);
+	json_decref(v);
+}
+
+/* Whether some event of c is workflow id's change of type. */
+static int
+find_change(struct sse *c, const char *id, const char *type)
+{
+	int found = -1;
+	for (int i = 0; i < c->n; i++)
+		if (c->data[i] && strstr(c->data[i], id) &&
+		    strstr(c->data[i], type)) {
+			cr_assert_eq(found, -1, "%s %s sent twice", id, type);
+			found = i;
+		}
+	return found;
+}
+
+Test(sse, namespace_resume)
+{
+	setup(NULL);
+	start_server(1, NULL);
+	const struct th_server *a = &servers[0], *b = &servers[1];
+	put_workflow(a, "nsr", "nq", 1);
+	put_workflow(a, "noise", "zq", 1);
+	struct sse *c1 = sse_open(a, NS "/events?name=nsr", NULL, 0, NULL);
+	wait_open(c1);
+	char w1[37], w2[37], w3[37], w4[37], z[37];
+	start_workflow(a, "nsr", w1);
+	start_workflow(a, "nsr", w2);
+	wait_count(c1, 2);
+	char last[96];
+	pthread_mutex_lock(&c1->mu);
+	cr_assert_eq(c1->n, 2);
+	cr_assert(find_change(c1, w1, "WORKFLOW_STARTED") >= 0);
+	cr_assert(find_change(c1, w2, "WORKFLOW_STARTED") >= 0);
+	snprintf(last, sizeof(last), "%s", c1->ids[1]);
+	pthread_mutex_unlock(&c1->mu);
+	sse_close(c1);
+
+	/* While nobody listens, through the other replica: both complete,
+	 * a third starts, and another definition's workflow starts. */
+	work_one(b, "nq");
+	work_one(b, "nq");
+	start_workflow(b, "nsr", w3);
+	start_workflow(b, "noise", z);
+	struct changes_want five = {"nsr", 5};
+	cr_assert(th_wait_until(WAIT_MS, changes_at_least, &five),
+		  "the workflows did not complete");
+
+	/* Back, on the other replica, after the last change seen. */
+	struct sse *c2 = sse_open(b, NS "/events?name=nsr", last, 0, NULL);
+	wait_count(c2, 3);
+	/* A barrier: one more change, live; then exactly those four. */
+	start_workflow(a, "nsr", w4);
+	struct sse_want fourth = {c2, 0, "workflow", w4, 0};
+	cr_assert(th_wait_until(WAIT_MS, sse_has, &fourth),
+		  "never saw the fourth change");
+	pthread_mutex_lock(&c2->mu);
+	cr_assert_eq(c2->n, 4, "%d changes after the last seen, wanted 4",
+		     c2->n);
+	cr_assert(find_change(c2, w1, "WORKFLOW_COMPLETED") >= 0);
+	cr_assert(find_change(c2, w2, "WORKFLOW_COMPLETED") >= 0);
+	cr_assert(find_change(c2, w3, "WORKFLOW_STARTED") >= 0);
+	cr_assert_eq(find_change(c2, w4, "WORKFLOW_STARTED"), 3);
+	cr_assert_eq(find_change(c2, w1, "WORKFLOW_STARTED"), -1);
+	cr_assert_eq(find_change(c2, w2, "WORKFLOW_STARTED"), -1);
+	for (int i = 0; i < c2->n; i++) {
+		cr_assert(strstr(c2->data[i], "\"name\": \"nsr\""), "%s",
+			  c2->data[i]);
+		cr_assert_str_neq(c2->ids[i], last);
+	}
+	pthread_mutex_unlock(&c2->mu);
+	/* No gap: the two streams together are every change there is. */
+	cr_assert_eq(changes_of("nsr"), 2 + 4);
+	sse_close(c2);
+
+	/* ?after= resumes the same way (the header wins when both come). */
+	char path[256];
+	snprintf(path, sizeof(path), NS "/events?name=nsr&after=%s", last);
+	struct sse *c3 = sse_open(a, path, NULL, 0, NULL);
+	wait_count(c3, 4);
+	sse_close(c3);
+
+	/* An id that is no position of this stream: 400, no stream. */
+	struct sse *bad = sse_open(a, NS "/events", "7", 0, NULL);
+	cr_assert(th_wait_until(WAIT_MS, sse_done, bad));
+	cr_assert_eq(bad->status, 400);
+	sse_close(bad);
+}
+
+Test(sse, namespace_late_commit)
+{
+	setup(NULL);
+	const struct th_server *s = &servers[0];
+	put_workflow(s, "late", "lq", 1);
+	char w1[37], w2[37], w3[37], path[256];
+	struct sse *c = sse_open(s, NS "/events?name=late", NULL, 0, NULL);
+	wait_open(c);
+	start_workflow(s, "late", w1);
+	wait_count(c, 1);
+	/* A transaction that began first writes a status change of w1, and
+	 * commits last. */
+	PGconn *t = th_connect(db.url);
+	th_exec(t, "BEGIN");
+	const char *params[] = {w1};
+	PQclear(th_query(
+		t,
+		"INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+		" \"seq\", \"type\") SELECT e.\"id\", e.\"namespaceId\", 900,"
+		" 'WORKFLOW_PAUSED' FROM \"WorkflowExecutions\" e"
+		" WHERE e.\"id\" = $1::uuid",
+		1, params));
+	/* Meanwhile w2 starts and commits: its own stream has it, the
+	 * namespace stream holds it back behind the open transaction. */
+	start_workflow(s, "late", w2);
+	events_path(path, sizeof(path), w2);
+	struct sse *own = sse_open(s, path, NULL, 0, NULL);
+	wait_seq(own, 1);
+	sse_close(own);
+	pthread_mutex_lock(&c->mu);
+	cr_assert_eq(c->n, 1, "a change was sent before an older one");
+	pthread_mutex_unlock(&c->mu);
+	th_exec(t, "COMMIT");
+	PQfinish(t);
+	/* Both, the older transaction's first. */
+	wait_count(c, 3);
+	pthread_mutex_lock(&c->mu);
+	cr_assert_eq(c->n, 3);
+	assert_change(c, 0, w1, "WORKFLOW_STARTED");
+	assert_change(c, 1, w1, "WORKFLOW_PAUSED");
+	assert_change(c, 2, w2, "WORKFLOW_STARTED");
+	char first[96];
+	snprintf(first, sizeof(first), "%s", c->ids[1]);
+	pthread_mutex_unlock(&c->mu);
+	sse_close(c);
+
+	/* Resuming after the first sends the second, then what is new. */
+	struct sse *d = sse_open(s, NS "/events?name=late", first, 0, NULL);
+	wait_count(d, 1);
+	start_workflow(s, "late", w3);
+	wait_count(d, 2);
+	pthread_mutex_lock(&d->mu);
+	cr_assert_eq(d->n, 2);
+	assert_change(d, 0, w2, "WORKFLOW_STARTED");
+	assert_change(d, 1, w3, "WORKFLOW_STARTED");
+	pthread_mutex_unlock(&d->mu);
+	sse_close(d);
 }
 
 /* A raw connection asking for a stream, with a tiny receive buffer, that

@@ -358,6 +358,11 @@ static const struct index_spec indexes[] = {
 	IDX("WorkflowEvents",
 	    "UNIQUE INDEX \"WorkflowEvents_pkey\" ON ONLY"
 	    " public.\"WorkflowEvents\" USING btree (\"workflowId\", seq, at)"),
+	/* Migration 0010: the namespace stream's positions. */
+	IDX("WorkflowEvents",
+	    "INDEX \"WorkflowEvents_ns_status_idx\" ON ONLY"
+	    " public.\"WorkflowEvents\" USING btree (\"namespaceId\", xid,"
+	    " \"workflowId\", seq) WHERE (type ~~ 'WORKFLOW\\_%'::text)"),
 
 	/* Migration 0009: a task's lines in order, and its last "seq". */
 	IDX("TaskLogs", "UNIQUE INDEX \"TaskLogs_pkey\" ON ONLY"
@@ -549,6 +554,7 @@ static const struct {
 	{"TaskQueues", "taskType", "text", NULL},
 	{"DecideQueues", "reason", "text", NULL},
 	{"WorkflowEvents", "seq", "bigint", NULL},
+	{"WorkflowEvents", "xid", "xid8", "pg_current_xact_id()"},
 	{"OutboxEvents", "id", "bigint",
 	 "nextval('\"OutboxEvents_id_seq\"'::regclass)"},
 	{"OutboxEvents", "attempts", "integer", "0"},

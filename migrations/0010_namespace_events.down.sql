@@ -1,0 +1,2 @@
+DROP INDEX "WorkflowEvents_ns_status_idx";
+ALTER TABLE "WorkflowEvents" DROP COLUMN "xid";
