@@ -155,8 +155,7 @@ apply_subflows(const struct loaded_execution *x, struct db *db,
 	 * not look its definition up. */
 	bool failed = strcmp(status, "FAILED") == 0 ||
 		      strcmp(status, "TIMED_OUT") == 0;
-	return subflows_workflow_ended(db, x->ns_id, x->id, failed, touched,
-				       e);
+	return subflows_workflow_ended(db, x->ns_id, x->id, failed, touched, e);
 }
 
 static bool

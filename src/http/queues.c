@@ -383,10 +383,10 @@ queues_results(struct http_request *req, struct http_response *res)
 		size_t m = 0;
 		for (i = 0; i < n; i++) {
 			items[i].e = (struct err)ERR_INIT;
-			if (!task_logs_store(c.db, ((struct app *)req->app)->cfg,
-					     c.ns_id, NULL, items[i].task_id,
-					     json_array_get(batch_logs, i),
-					     &items[i].e))
+			if (!task_logs_store(
+				    c.db, ((struct app *)req->app)->cfg,
+				    c.ns_id, NULL, items[i].task_id,
+				    json_array_get(batch_logs, i), &items[i].e))
 				continue;
 			at[m] = i;
 			go[m++] = items[i];
