@@ -244,9 +244,10 @@ workers_results(struct db *db, const struct queue_ref *q,
 	for (size_t k = 0; k < n; k++) {
 		r[k].ok = false;
 		r[k].e = (struct err)ERR_INIT;
-		char *text = json_db_text(r[k].output);
-		bool big = (long)strlen(text) > offload;
-		free(text);
+		/* The encoded size, without encoding it twice (an output this
+		 * large or near it takes the single path, which decides). */
+		bool big = (long)json_dumpb(r[k].output, NULL, 0,
+					    JSON_COMPACT) > offload;
 		if (big || named_before(r, k)) {
 			alone[k] = true;
 			continue;
