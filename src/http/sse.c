@@ -30,8 +30,8 @@ enum {
 	ACQUIRE_MS = 5000,   /* waiting for a pool connection */
 	LIVE_TTL_S = 30,     /* a registration outlives its process by this */
 	LIVE_REFRESH_MS = 10000, /* and is refreshed this often */
-	SETTLE_MS = 1000,    /* re-read after registering (the hints missed) */
-	LIVE_WAIT_MS = 2000, /* a first stream waits for the registration */
+	SETTLE_MS = 1000,     /* re-read after registering (the hints missed) */
+	LIVE_WAIT_MS = 15000, /* at most, for the hub to answer a new stream */
 	CLIENT_BUCKETS = 64,
 };
 
@@ -92,10 +92,14 @@ struct sse_hub {
 				 again (0: none) */
 	struct metric *m_streams, *m_events, *m_cutoffs, *m_refused, *m_dropped;
 	/* This process's row in "LiveStreamHolders" (the trigger notifies
-	 * only while one is alive).  live is written by the hub's thread
-	 * under the lock (live_cond: it changed); the rest is the thread's. */
+	 * only while one is alive).  live and live_answered are written by
+	 * the hub's thread under the lock (live_cond: either changed); the
+	 * rest is the thread's.  live_asked counts the streams opened;
+	 * live_answered is the last of them that a registration has counted
+	 * (or that a failed attempt has given up on). */
 	char process_id[37];
 	bool live;
+	uint64_t live_asked, live_answered;
 	pthread_cond_t live_cond; /* CLOCK_MONOTONIC */
 	int64_t live_refresh_ms;
 	unsigned live_count; /* the streams it says */
@@ -237,12 +241,15 @@ open_stream(struct sse_hub *h, struct http_request *req,
 		h->subs = s;
 		h->wake = true;
 		pthread_cond_signal(&h->cond);
-		/* The first stream waits for the hub to register it, so that
+		/* A stream waits for the hub's next pass to count it, so that
 		 * what its client does next is announced (a namespace stream
-		 * sees only what is announced).  Not for ever: the stream
-		 * reads its events at the heartbeat regardless. */
+		 * sees only what is announced): that pass registers the
+		 * process, or finds it registered, or fails and says so in
+		 * the log.  Not for ever: the stream reads its events at the
+		 * heartbeat regardless. */
+		uint64_t mine = ++h->live_asked;
 		struct timespec until = mono_deadline(LIVE_WAIT_MS);
-		while (!h->live && !h->stop &&
+		while (h->live_answered < mine && !h->stop &&
 		       pthread_cond_timedwait(&h->live_cond, &h->lock,
 					      &until) == 0)
 			;
@@ -737,12 +744,19 @@ hub_main(void *arg)
 			work[nwork++] = s;
 		}
 		unsigned nstreams = h->nstreams;
+		uint64_t asked = h->live_asked;
 		pthread_mutex_unlock(&h->lock);
 
 		/* Registered before the streams are read: their next events
 		 * are announced. */
 		if (live_holding(h, nstreams, now, &db, &e) == LIVE_NEW)
 			settle(h, now);
+		pthread_mutex_lock(&h->lock);
+		if (h->live_answered != asked) {
+			h->live_answered = asked;
+			pthread_cond_broadcast(&h->live_cond);
+		}
+		pthread_mutex_unlock(&h->lock);
 		for (size_t i = 0; i < nwork; i++) {
 			struct sub *s = work[i];
 			s->more = false;
