@@ -753,8 +753,10 @@ Test(semaphore, system_task_named_like_a_gated_definition_is_refused)
 			   "name", "fetch", "taskReferenceName", "f"));
 
 	/* The other order: the workflow first, then the semaphore. */
-	call("POST", NS "/workflow-definitions",
-	     "{\"name\":\"w2\",\"tasks\":[" HTTP_TASK("probe", "p") "]}", 201);
+	json_decref(call(
+		"POST", NS "/workflow-definitions",
+		"{\"name\":\"w2\",\"tasks\":[" HTTP_TASK("probe", "p") "]}",
+		201));
 	json_decref(call("PUT", NS "/task-definitions/probe",
 			 "{\"name\":\"probe\"}", 201));
 	expect_invalid_saying("PUT", NS "/task-definitions/probe",
@@ -765,11 +767,75 @@ Test(semaphore, system_task_named_like_a_gated_definition_is_refused)
 			      "\"semaphore\":\"s\"}]",
 			      "$[1].semaphore", "$.tasks[0]");
 	/* Nothing of a refused list was stored. */
-	call("GET", NS "/task-definitions/ok", NULL, 404);
+	json_decref(call("GET", NS "/task-definitions/ok", NULL, 404));
 	json_t *d = call("GET", NS "/task-definitions/probe", NULL, 200);
 	cr_assert(json_object_get(d, "semaphore") == NULL ||
 			  json_is_null(json_object_get(d, "semaphore")),
 		  "%s", last_body);
+	json_decref(d);
+}
+
+/* concurrentExecLimit and the rate limit hold back worker tasks only: a
+ * task the server runs itself under a definition that has one is refused
+ * both ways, never run unlimited. */
+Test(concurrency, system_task_named_like_a_limited_definition_is_refused)
+{
+	start(1, NULL);
+	put_task_def("fetch", json_pack("{s:i}", "concurrentExecLimit", 2));
+	put_task_def("shape", json_pack("{s:i,s:i}", "rateLimitPerFrequency", 5,
+					"rateLimitFrequencyInSeconds", 10));
+	expect_invalid_saying(
+		"POST", NS "/workflow-definitions",
+		"{\"name\":\"w\",\"tasks\":[" HTTP_TASK("fetch", "f") "]}",
+		"$.tasks[0].name", "concurrentExecLimit 2,");
+	const char *jq = "{\"name\":\"w\",\"tasks\":[{\"name\":\"shape\","
+			 "\"taskReferenceName\":\"s\","
+			 "\"type\":\"JSON_JQ_TRANSFORM\",\"inputParameters\":"
+			 "{\"queryExpression\":\".\"}}]}";
+	expect_invalid_saying("POST", NS "/workflow-definitions", jq,
+			      "$.tasks[0].name", "rateLimitPerFrequency 5,");
+	char conductor[1024];
+	snprintf(conductor, sizeof(conductor), "[%s]", jq);
+	expect_invalid_saying("PUT", "/api/metadata/workflow", conductor,
+			      "$[0].tasks[0].name",
+			      "worker (SIMPLE) tasks only");
+	/* As worker tasks they are limited, and fine. */
+	callj_ok("POST", NS "/workflow-definitions", 201,
+		 json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}]}", "name", "w_worker",
+			   "tasks", "name", "fetch", "taskReferenceName", "f",
+			   "name", "shape", "taskReferenceName", "s"));
+
+	/* The other order: the workflow first, then the limits. */
+	json_decref(call(
+		"POST", NS "/workflow-definitions",
+		"{\"name\":\"w2\",\"tasks\":[" HTTP_TASK("probe", "p") "]}",
+		201));
+	json_decref(call("PUT", NS "/task-definitions/probe",
+			 "{\"name\":\"probe\"}", 201));
+	expect_invalid_saying("PUT", NS "/task-definitions/probe",
+			      "{\"concurrentExecLimit\":3}",
+			      "$.concurrentExecLimit", "workflow w2 version 1");
+	expect_invalid_saying("PUT", NS "/task-definitions/probe",
+			      "{\"concurrentExecLimit\":3,"
+			      "\"rateLimitPerFrequency\":4}",
+			      "$.rateLimitPerFrequency",
+			      "rateLimitPerFrequency 4 cannot hold back");
+	expect_invalid_saying("POST", "/api/metadata/taskdefs",
+			      "[{\"name\":\"ok\"},{\"name\":\"probe\","
+			      "\"rateLimitPerFrequency\":1}]",
+			      "$[1].rateLimitPerFrequency", "$.tasks[0]");
+	/* 0 is no limit, as in Conductor: accepted. */
+	json_decref(call("PUT", NS "/task-definitions/probe",
+			 "{\"concurrentExecLimit\":0,"
+			 "\"rateLimitPerFrequency\":0}",
+			 200));
+	/* Nothing of a refused list was stored. */
+	json_decref(call("GET", NS "/task-definitions/ok", NULL, 404));
+	json_t *d = call("GET", NS "/task-definitions/probe", NULL, 200);
+	cr_assert_null(json_object_get(d, "concurrentExecLimit"), "%s",
+		       last_body);
+	cr_assert_null(json_object_get(d, "rateLimitPerFrequency"), "%s",
+		       last_body);
 	json_decref(d);
 }
 
