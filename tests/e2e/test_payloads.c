@@ -17,7 +17,8 @@
  *             partition is dropped the payloads are collected.  An output
  *             above the maximum fails the task with the reason; a start
  *             above it gets 413.  The directory store does the same with
- *             files.
+ *             files.  An EVENT's payload above the offload threshold
+ *             fails its task (an outbox row keeps its payload inline).
  *
  *   gates and started workflows
  *             a SUB_WORKFLOW's 5 MB input, START_WORKFLOW's and a failure
@@ -1051,6 +1052,44 @@ Test(payloads, started_and_failure_workflow_inputs_offloaded)
 		  "failure workflow: its task did not see the input");
 	json_decref(t);
 	free(data);
+}
+
+/* An EVENT's payload stays in its outbox row, so it is held to the offload
+ * threshold: below it the event is written, above it the task fails for
+ * good with the size and no event is written. */
+Test(payloads, event_payload_held_to_the_offload_threshold)
+{
+	const char *flags[] = {"--payload-offload-bytes", "1024", NULL};
+	start_with(flags);
+	put_def_text("{\"name\":\"ev\",\"version\":1,\"tasks\":[{\"name\":"
+		     "\"pub\",\"taskReferenceName\":\"pub\",\"type\":"
+		     "\"EVENT\",\"sink\":\"webhook:hooks\",\"inputParameters\":"
+		     "{\"data\":\"${workflow.input.data}\"}}]}");
+	const char *q = "SELECT count(*) FROM \"OutboxEvents\""
+			" WHERE \"workflowId\" = $1::uuid";
+
+	char *small = big_text(200, 31);
+	char id[37];
+	start_workflow("ev", json_pack("{s:s}", "data", small), id);
+	json_decref(wait_status(id, "COMPLETED"));
+	cr_assert_eq(sql_int(q, id), 1);
+	free(small);
+
+	char *large = big_text(2000, 37);
+	start_workflow("ev", json_pack("{s:s}", "data", large), id);
+	json_t *wf = wait_status(id, "FAILED");
+	const json_t *t = task_of(wf, "pub");
+	cr_assert_str_eq(str_at(t, "status"), "FAILED_WITH_TERMINAL_ERROR");
+	cr_assert(strstr(str_at(t, "reason"), "event payload of 2") &&
+			  strstr(str_at(t, "reason"),
+				 "exceeds the payload offload threshold of "
+				 "1024 bytes"),
+		  "%s", str_at(t, "reason"));
+	json_decref(wf);
+	cr_assert_eq(sql_int(q, id), 0,
+		     "an event above the threshold was "
+		     "written");
+	free(large);
 }
 
 /* Outputs given to HUMAN tasks through the native and the Conductor
