@@ -139,7 +139,8 @@ call_empty(const char *method, const char *path, const char *body, long status)
 	json_decref(r.json);
 }
 
-/* A text/plain answer (an id), into out. */
+/* A text/plain answer (an id), into out: one that does not fit fails
+ * the test rather than being cut. */
 static void
 call_text(const char *method, const char *path, const char *body, char *out,
 	  size_t size)
@@ -150,7 +151,10 @@ call_text(const char *method, const char *path, const char *body, char *out,
 		     r.body);
 	cr_assert(strncmp(r.ctype, "text/plain", 10) == 0,
 		  "%s %s: Content-Type %s", method, path, r.ctype);
-	snprintf(out, size, "%s", r.body);
+	size_t len = strlen(r.body);
+	cr_assert_lt(len, size, "%s %s: an answer of %zu bytes: %.200s", method,
+		     path, len, r.body);
+	memcpy(out, r.body, len + 1);
 }
 
 /* A Conductor error body: status, message containing what. */
