@@ -17,6 +17,7 @@ enum { LOG_SIZE = 32768, MAX_SERVERS = 4 };
 static struct th_db db;
 static struct th_server servers[MAX_SERVERS];
 static pthread_t drains[MAX_SERVERS];
+static bool draining[MAX_SERVERS];
 static int n_servers;
 static int current; /* the server calls go to */
 static PGconn *sql;
@@ -75,8 +76,8 @@ e2e_serve(const char *const *flags)
 		server_log[0] = '\0';
 		pthread_mutex_unlock(&log_mu);
 	}
-	cr_assert(pthread_create(&drains[n_servers], NULL, drain_main, s) ==
-		  0);
+	cr_assert(pthread_create(&drains[n_servers], NULL, drain_main, s) == 0);
+	draining[n_servers] = true;
 	return n_servers++;
 }
 
@@ -99,16 +100,8 @@ e2e_stop(void)
 		PQfinish(sql);
 		sql = NULL;
 	}
-	for (int i = 0; i < n_servers; i++) {
-		struct th_server *s = &servers[i];
-		if (s->proc.pid > 0) {
-			kill(s->proc.pid, SIGKILL);
-			waitpid(s->proc.pid, NULL, 0);
-			s->proc.pid = 0;
-		}
-		pthread_join(drains[i], NULL);
-		close(s->proc.out_fd);
-	}
+	for (int i = 0; i < n_servers; i++)
+		e2e_kill(i);
 	n_servers = 0;
 	current = 0;
 	if (opened)
@@ -148,6 +141,33 @@ e2e_db(void)
 	return &db;
 }
 
+/* Reaps server i (already signalled) and joins its drain thread. */
+static int
+reap(int i)
+{
+	struct th_server *s = &servers[i];
+	int status = 0;
+	if (s->proc.pid > 0) {
+		waitpid(s->proc.pid, &status, 0);
+		s->proc.pid = 0;
+	}
+	if (draining[i]) {
+		pthread_join(drains[i], NULL);
+		draining[i] = false;
+		close(s->proc.out_fd);
+	}
+	return status;
+}
+
+int
+e2e_kill(int i)
+{
+	struct th_server *s = e2e_server_at(i);
+	if (s->proc.pid > 0)
+		kill(s->proc.pid, SIGKILL);
+	return reap(i);
+}
+
 int
 e2e_server_stop(int i)
 {
@@ -159,10 +179,10 @@ e2e_restart(int i, const char *const *flags)
 {
 	struct th_server *s = e2e_server_at(i);
 	th_server_stop(s);
-	pthread_join(drains[i], NULL);
-	close(s->proc.out_fd);
+	reap(i);
 	th_server_start(s, db.url, flags);
 	cr_assert(pthread_create(&drains[i], NULL, drain_main, s) == 0);
+	draining[i] = true;
 }
 
 const char *
@@ -176,8 +196,8 @@ e2e_log(void)
 }
 
 json_t *
-e2e_call_on(const struct th_server *s, const char *method,
-	    const char *path, const char *body, long status)
+e2e_call_on(const struct th_server *s, const char *method, const char *path,
+	    const char *body, long status)
 {
 	struct th_response r;
 	th_http(s, method, path, body, body ? strlen(body) : 0, &r);
@@ -221,8 +241,7 @@ e2e_callj(const char *method, const char *path, long status, json_t *body)
 }
 
 void
-e2e_call_ok(const char *method, const char *path, const char *body,
-	    long status)
+e2e_call_ok(const char *method, const char *path, const char *body, long status)
 {
 	json_decref(e2e_call(method, path, body, status));
 }
@@ -310,7 +329,8 @@ e2e_task_of(const json_t *wf, const char *ref)
 	size_t i;
 	const json_t *t;
 	json_array_foreach (json_object_get(wf, "tasks"), i, t) {
-		const char *r = json_string_value(json_object_get(t, "refName"));
+		const char *r =
+			json_string_value(json_object_get(t, "refName"));
 		if (r && strcmp(r, ref) == 0)
 			return t;
 	}

@@ -42,6 +42,8 @@ void e2e_use(int i);
 /* SIGTERM to server i, then its exit status (th_server_stop): under the
  * sanitizers 0 also means no leak. */
 int e2e_server_stop(int i);
+/* SIGKILL to server i; its wait status once reaped. */
+int e2e_kill(int i);
 /* Stops server i (SIGTERM) and starts it again with flags. */
 void e2e_restart(int i, const char *const *flags);
 PGconn *e2e_sql(void);
