@@ -414,7 +414,7 @@ Test(network, unreachable_server)
 	EXPECT(rc, 1, "could not reach node-flow at http://127.0.0.1:2:");
 
 	const char *bad[] = {"tasks", "--server=http://[nope", NULL};
-	rc = run_at(NULL, bad);
+	rc = run_at("", bad);
 	EXPECT(rc, 1, "is not a node-flow server URL");
 }
 
