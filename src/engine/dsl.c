@@ -1288,34 +1288,56 @@ dsl_self_run_task_names(const struct wf_def *def)
 	return names;
 }
 
+void
+dsl_flow_control_describe(const json_t *controls, char *out, size_t size)
+{
+	const char *sem =
+		json_string_value(json_object_get(controls, "semaphore"));
+	json_t *conc = json_object_get(controls, "concurrentExecLimit");
+	json_t *rate = json_object_get(controls, "rateLimitPerFrequency");
+	if (sem)
+		snprintf(out, size, "semaphore %.200s", sem);
+	else if (conc)
+		snprintf(out, size, "concurrentExecLimit %lld",
+			 (long long)json_integer_value(conc));
+	else if (rate)
+		snprintf(out, size, "rateLimitPerFrequency %lld",
+			 (long long)json_integer_value(rate));
+	else
+		snprintf(out, size, "flow control");
+}
+
 static void
-self_run_semaphore(const struct wf_task_list *l, const json_t *semaphores,
-		   struct dsl_errors *errs)
+self_run_flow_control(const struct wf_task_list *l, const json_t *controls,
+		      struct dsl_errors *errs)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		const struct wf_task *t = &l->items[i];
-		const char *sem = self_run(t)
-					  ? json_string_value(json_object_get(
-						    semaphores, t->name))
-					  : NULL;
-		if (sem)
+		const json_t *c =
+			self_run(t) ? json_object_get(controls, t->name) : NULL;
+		if (c) {
+			char what[256];
+			dsl_flow_control_describe(c, what, sizeof(what));
 			fail_at_fmt(errs, t->path, "name",
 				    "names task definition %.200s, which has "
-				    "semaphore %.200s, but a task of type "
-				    "%.60s is run by the server and never "
-				    "holds a permit: a semaphore applies to "
-				    "worker (SIMPLE) tasks only",
-				    t->name, sem, t->type ? t->type : "system");
+				    "%s, but a task of type %.60s is run by "
+				    "the server and never held back by flow "
+				    "control: a semaphore, concurrentExecLimit "
+				    "and rate limit apply to worker (SIMPLE) "
+				    "tasks only",
+				    t->name, what,
+				    t->type ? t->type : "system");
+		}
 		for (size_t b = 0; b < t->n_branches; b++)
-			self_run_semaphore(&t->branches[b], semaphores, errs);
+			self_run_flow_control(&t->branches[b], controls, errs);
 	}
 }
 
 void
-dsl_error_self_run_semaphore(const struct wf_def *def, const json_t *semaphores,
-			     struct dsl_errors *errs)
+dsl_error_self_run_flow_control(const struct wf_def *def,
+				const json_t *controls, struct dsl_errors *errs)
 {
-	self_run_semaphore(&def->tasks, semaphores, errs);
+	self_run_flow_control(&def->tasks, controls, errs);
 }
 
 static const struct wf_task *

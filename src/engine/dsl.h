@@ -154,16 +154,19 @@ void dsl_error_missing_task_def(const struct wf_def *def, const json_t *missing,
 				struct dsl_errors *errs);
 /* Tasks the server runs itself (every kind but the worker ones) take a
  * registered task definition of their name, but are never leased through
- * the flow-control gate, so that definition must not name a semaphore.
- * The names of def's such tasks without an inline taskDefinition: a new
- * JSON array, each name once. */
+ * the flow-control gate, so that definition must not have a semaphore, a
+ * concurrentExecLimit or a rate limit.  The names of def's such tasks
+ * without an inline taskDefinition: a new JSON array, each name once. */
 json_t *dsl_self_run_task_names(const struct wf_def *def);
-/* Adds, for each such task whose name is a member of semaphores (a JSON
- * object: task definition name to its semaphore), an error at the task's
- * path + ".name". */
-void dsl_error_self_run_semaphore(const struct wf_def *def,
-				  const json_t *semaphores,
-				  struct dsl_errors *errs);
+/* Adds, for each such task whose name is a member of controls (a JSON
+ * object: task definition name to its settings, as
+ * defs_task_flow_controls answers), an error at the task's path + ".name". */
+void dsl_error_self_run_flow_control(const struct wf_def *def,
+				     const json_t *controls,
+				     struct dsl_errors *errs);
+/* Names the first flow-control setting of controls (as above) into out:
+ * "semaphore s", "concurrentExecLimit 2" or "rateLimitPerFrequency 5". */
+void dsl_flow_control_describe(const json_t *controls, char *out, size_t size);
 /* The first such task of def named name (document order), or NULL. */
 const struct wf_task *dsl_find_self_run(const struct wf_def *def,
 					const char *name);

@@ -650,6 +650,22 @@ schedule_event(const struct wf_task *wt, const struct loaded_execution *x,
 	json_object_set_new(payload, "correlationId",
 			    x->correlation_id ? json_string(x->correlation_id)
 					      : json_null());
+	/* The outbox row keeps its payload inline (no payload store entry is
+	 * referenced from it, and the relay reads it on every attempt), so an
+	 * event is held to the offload threshold: above it the task fails for
+	 * good, as an input above the maximum does. */
+	size_t size = json_dumpb(payload, NULL, 0, JSON_COMPACT);
+	long limit = payload_offload_bytes();
+	if ((long)size > limit) {
+		fail_row(row, "FAILED_WITH_TERMINAL_ERROR",
+			 "event payload of %zu bytes exceeds the payload "
+			 "offload threshold of %ld bytes: an event is kept "
+			 "in its outbox row and delivered whole",
+			 size, limit);
+		json_decref(payload);
+		json_decref(sink);
+		return;
+	}
 	json_t *output = json_deep_copy(payload);
 	/* "conductor" alone names the workflow's own event queue. */
 	const char *s = json_string_value(sink);

@@ -5,6 +5,7 @@
 #include "platform/namespaces.h"
 #include "store/pool.h"
 #include "util/json.h"
+#include "util/strbuf.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +47,38 @@ api_namespace(struct http_request *req, struct http_response *res,
 		return false;
 	}
 	return true;
+}
+
+struct db *
+api_db_ns(struct http_request *req, struct http_response *res, char ns_out[37])
+{
+	struct db *db = api_db(req, res);
+	if (db && !api_namespace(req, res, db, ns_out)) {
+		api_db_release(req, db);
+		return NULL;
+	}
+	return db;
+}
+
+void
+api_reply(struct http_response *res, int status, json_t *v)
+{
+	http_json(res, status, v);
+	json_decref(v);
+}
+
+void
+api_reply_text(struct http_response *res, int status, const char *json)
+{
+	http_text(res, status, "application/json", json);
+}
+
+void
+api_no_content(struct http_response *res)
+{
+	res->status = 204;
+	res->content_type = NULL;
+	sb_reset(&res->body);
 }
 
 json_t *

@@ -7,9 +7,10 @@
  * connection, 404 for an unknown namespace, 400/415 for a bad body), so a
  * handler reads:
  *
- *     struct db *db = api_db(req, res);
+ *     char ns[37];
+ *     struct db *db = api_db_ns(req, res, ns);
  *     if (!db) return;
- *     ...
+ *     ... call the store; api_reply(…) or http_error(res, &e) ...
  *     api_db_release(req, db);
  *
  * Threads: MHD's.  Ownership: the connection goes back with
@@ -32,6 +33,18 @@ void api_db_release(struct http_request *req, struct db *db);
 /* The {ns} path parameter's id; answers 404 when unknown. */
 bool api_namespace(struct http_request *req, struct http_response *res,
 		   struct db *db, char id_out[37]);
+
+/* api_db, then api_namespace into ns_out: the connection, or NULL once
+ * either has answered (the connection given back). */
+struct db *api_db_ns(struct http_request *req, struct http_response *res,
+		     char ns_out[37]);
+
+/* Answers v (taken) as JSON with status. */
+void api_reply(struct http_response *res, int status, json_t *v);
+/* Answers the JSON text json with status. */
+void api_reply_text(struct http_response *res, int status, const char *json);
+/* 204 with no body. */
+void api_no_content(struct http_response *res);
 
 /* The body as a JSON object (an empty body is an error unless
  * empty_ok, which yields {}); answers 400 with line and column otherwise. */

@@ -51,21 +51,6 @@ path_version(struct http_request *req, struct http_response *res, int *out)
 	return true;
 }
 
-static void
-no_content(struct http_response *res)
-{
-	res->status = 204;
-	res->content_type = NULL;
-	sb_reset(&res->body);
-}
-
-static void
-reply(struct http_response *res, int status, json_t *v)
-{
-	http_json(res, status, v);
-	json_decref(v);
-}
-
 /* ---------------------------------------------------------- namespaces */
 
 void
@@ -80,7 +65,8 @@ definitions_namespace_put(struct http_request *req, struct http_response *res)
 	char id[37];
 	/* An invalid name is refused (400) before anything is written. */
 	if (namespaces_ensure(db, ns, &created, id, &e))
-		reply(res, created ? 201 : 200, json_pack("{s:s}", "name", ns));
+		api_reply(res, created ? 201 : 200,
+			  json_pack("{s:s}", "name", ns));
 	else
 		http_error(res, &e);
 	api_db_release(req, db);
@@ -91,10 +77,10 @@ definitions_namespace_put(struct http_request *req, struct http_response *res)
 void
 definitions_task_put(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	struct dsl_errors errs = {0};
 	struct task_def d, stored;
@@ -102,8 +88,6 @@ definitions_task_put(struct http_request *req, struct http_response *res)
 	json_t *body = NULL;
 	const char *name = http_param(req, "name");
 	json_t *path_name = json_string(name);
-	if (!api_namespace(req, res, db, ns))
-		goto out;
 	if (!path_name) {
 		http_fail(res, ERR_INVALID,
 			  "the task name in the path is not valid UTF-8");
@@ -137,7 +121,7 @@ definitions_task_put(struct http_request *req, struct http_response *res)
 		goto out;
 	}
 	defcache_invalidate_task(ns, d.name);
-	reply(res, created ? 201 : 200, dsl_task_def_json(&stored));
+	api_reply(res, created ? 201 : 200, dsl_task_def_json(&stored));
 	task_def_free(&stored);
 out:
 	api_db_release(req, db);
@@ -151,19 +135,17 @@ out:
 void
 definitions_task_get(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	struct task_def d;
-	if (api_namespace(req, res, db, ns)) {
-		if (defs_task_get(db, ns, http_param(req, "name"), &d, &e)) {
-			reply(res, 200, dsl_task_def_json(&d));
-			task_def_free(&d);
-		} else {
-			http_error(res, &e);
-		}
+	if (defs_task_get(db, ns, http_param(req, "name"), &d, &e)) {
+		api_reply(res, 200, dsl_task_def_json(&d));
+		task_def_free(&d);
+	} else {
+		http_error(res, &e);
 	}
 	api_db_release(req, db);
 }
@@ -171,26 +153,24 @@ definitions_task_get(struct http_request *req, struct http_response *res)
 void
 definitions_task_list(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	struct task_def *defs;
 	size_t n;
-	if (api_namespace(req, res, db, ns)) {
-		if (defs_task_list(db, ns, &defs, &n, &e)) {
-			json_t *items = json_array();
-			for (size_t i = 0; i < n; i++) {
-				json_array_append_new(
-					items, dsl_task_def_json(&defs[i]));
-				task_def_free(&defs[i]);
-			}
-			free(defs);
-			reply(res, 200, json_pack("{s:o}", "items", items));
-		} else {
-			http_error(res, &e);
+	if (defs_task_list(db, ns, &defs, &n, &e)) {
+		json_t *items = json_array();
+		for (size_t i = 0; i < n; i++) {
+			json_array_append_new(items,
+					      dsl_task_def_json(&defs[i]));
+			task_def_free(&defs[i]);
 		}
+		free(defs);
+		api_reply(res, 200, json_pack("{s:o}", "items", items));
+	} else {
+		http_error(res, &e);
 	}
 	api_db_release(req, db);
 }
@@ -198,18 +178,16 @@ definitions_task_list(struct http_request *req, struct http_response *res)
 void
 definitions_task_delete(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
-	if (api_namespace(req, res, db, ns)) {
-		if (defs_task_delete(db, ns, http_param(req, "name"), &e)) {
-			defcache_invalidate_task(ns, http_param(req, "name"));
-			no_content(res);
-		} else
-			http_error(res, &e);
-	}
+	if (defs_task_delete(db, ns, http_param(req, "name"), &e)) {
+		defcache_invalidate_task(ns, http_param(req, "name"));
+		api_no_content(res);
+	} else
+		http_error(res, &e);
 	api_db_release(req, db);
 }
 
@@ -231,18 +209,17 @@ stored_form(const json_t *body, const struct wf_def *def)
 void
 definitions_workflow_post(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	struct dsl_errors errs = {0};
 	struct wf_def *def = NULL;
 	json_t *body = NULL, *names = NULL, *missing = NULL, *stored = NULL;
 	struct workflow_def_row row = {0};
 	bool overwrite, created;
-	if (!api_namespace(req, res, db, ns) ||
-	    !query_flag(req, res, "overwrite", &overwrite))
+	if (!query_flag(req, res, "overwrite", &overwrite))
 		goto out;
 	body = api_body_object(req, res, false);
 	if (!body)
@@ -279,7 +256,7 @@ definitions_workflow_post(struct http_request *req, struct http_response *res)
 		goto out;
 	}
 	defcache_invalidate_workflow(ns, def->name);
-	reply(res, created ? 201 : 200, dsl_workflow_def_json(&row));
+	api_reply(res, created ? 201 : 200, dsl_workflow_def_json(&row));
 out:
 	api_db_release(req, db);
 	workflow_def_row_free(&row);
@@ -294,16 +271,15 @@ out:
 void
 definitions_workflow_list(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	struct workflow_def_row *rows;
 	size_t n;
 	bool all;
-	if (api_namespace(req, res, db, ns) &&
-	    query_flag(req, res, "allVersions", &all)) {
+	if (query_flag(req, res, "allVersions", &all)) {
 		if (defs_workflow_list(db, ns, all, &rows, &n, &e)) {
 			json_t *items = json_array();
 			for (size_t i = 0; i < n; i++) {
@@ -312,7 +288,7 @@ definitions_workflow_list(struct http_request *req, struct http_response *res)
 				workflow_def_row_free(&rows[i]);
 			}
 			free(rows);
-			reply(res, 200, json_pack("{s:o}", "items", items));
+			api_reply(res, 200, json_pack("{s:o}", "items", items));
 		} else {
 			http_error(res, &e);
 		}
@@ -324,18 +300,17 @@ definitions_workflow_list(struct http_request *req, struct http_response *res)
 static void
 get_workflow(struct http_request *req, struct http_response *res, bool latest)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	struct workflow_def_row row;
 	int version = 0;
-	if (api_namespace(req, res, db, ns) &&
-	    (latest || path_version(req, res, &version))) {
+	if (latest || path_version(req, res, &version)) {
 		if (defs_workflow_get(db, ns, http_param(req, "name"), version,
 				      &row, &e)) {
-			reply(res, 200, dsl_workflow_def_json(&row));
+			api_reply(res, 200, dsl_workflow_def_json(&row));
 			workflow_def_row_free(&row);
 		} else {
 			http_error(res, &e);
@@ -361,19 +336,18 @@ definitions_workflow_get_version(struct http_request *req,
 static void
 delete_workflow(struct http_request *req, struct http_response *res, bool every)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	int version = 0;
-	if (api_namespace(req, res, db, ns) &&
-	    (every || path_version(req, res, &version))) {
+	if (every || path_version(req, res, &version)) {
 		if (defs_workflow_delete(db, ns, http_param(req, "name"),
 					 version, &e)) {
 			defcache_invalidate_workflow(ns,
 						     http_param(req, "name"));
-			no_content(res);
+			api_no_content(res);
 		} else
 			http_error(res, &e);
 	}

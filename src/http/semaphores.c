@@ -41,12 +41,6 @@ name_param(struct http_request *req, struct http_response *res)
 	return name;
 }
 
-static void
-reply_text(struct http_response *res, int status, const char *json)
-{
-	http_text(res, status, "application/json", json);
-}
-
 void
 semaphores_put_handler(struct http_request *req, struct http_response *res)
 {
@@ -73,22 +67,19 @@ semaphores_put_handler(struct http_request *req, struct http_response *res)
 		dsl_errors_free(&errs);
 		return;
 	}
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	bool created;
 	char *json = NULL;
-	if (api_namespace(req, res, db, ns)) {
-		if (semaphores_put(db, ns, name, (int)permits, &created, &e) &&
-		    semaphores_get(db, ns, name,
-				   workers_semaphore_default_permits(), &json,
-				   &e))
-			reply_text(res, created ? 201 : 200, json);
-		else
-			http_error(res, &e);
-	}
+	if (semaphores_put(db, ns, name, (int)permits, &created, &e) &&
+	    semaphores_get(db, ns, name, workers_semaphore_default_permits(),
+			   &json, &e))
+		api_reply_text(res, created ? 201 : 200, json);
+	else
+		http_error(res, &e);
 	free(json);
 	api_db_release(req, db);
 }
@@ -96,22 +87,20 @@ semaphores_put_handler(struct http_request *req, struct http_response *res)
 void
 semaphores_list_handler(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	char *json = NULL;
-	if (api_namespace(req, res, db, ns)) {
-		if (semaphores_list(db, ns, workers_semaphore_default_permits(),
-				    &json, &e)) {
-			struct strbuf sb = STRBUF_INIT;
-			sb_printf(&sb, "{\"items\":%s}", json);
-			reply_text(res, 200, sb_str(&sb));
-			sb_free(&sb);
-		} else {
-			http_error(res, &e);
-		}
+	if (semaphores_list(db, ns, workers_semaphore_default_permits(), &json,
+			    &e)) {
+		struct strbuf sb = STRBUF_INIT;
+		sb_printf(&sb, "{\"items\":%s}", json);
+		api_reply_text(res, 200, sb_str(&sb));
+		sb_free(&sb);
+	} else {
+		http_error(res, &e);
 	}
 	free(json);
 	api_db_release(req, db);
@@ -123,20 +112,17 @@ semaphores_get_handler(struct http_request *req, struct http_response *res)
 	const char *name = name_param(req, res);
 	if (!name)
 		return;
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	char *json = NULL;
-	if (api_namespace(req, res, db, ns)) {
-		if (semaphores_get(db, ns, name,
-				   workers_semaphore_default_permits(), &json,
-				   &e))
-			reply_text(res, 200, json);
-		else
-			http_error(res, &e);
-	}
+	if (semaphores_get(db, ns, name, workers_semaphore_default_permits(),
+			   &json, &e))
+		api_reply_text(res, 200, json);
+	else
+		http_error(res, &e);
 	free(json);
 	api_db_release(req, db);
 }
@@ -147,19 +133,14 @@ semaphores_delete_handler(struct http_request *req, struct http_response *res)
 	const char *name = name_param(req, res);
 	if (!name)
 		return;
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
-	if (api_namespace(req, res, db, ns)) {
-		if (semaphores_delete(db, ns, name, &e)) {
-			res->status = 204;
-			res->content_type = NULL;
-			sb_reset(&res->body);
-		} else {
-			http_error(res, &e);
-		}
-	}
+	if (semaphores_delete(db, ns, name, &e))
+		api_no_content(res);
+	else
+		http_error(res, &e);
 	api_db_release(req, db);
 }

@@ -11,21 +11,6 @@
 
 enum { DEAD_PAGE = 50, DEAD_PAGE_MAX = 500, REPLAY_MAX_IDS = 10000 };
 
-static void
-reply(struct http_response *res, int status, json_t *v)
-{
-	http_json(res, status, v);
-	json_decref(v);
-}
-
-static void
-no_content(struct http_response *res)
-{
-	res->status = 204;
-	res->content_type = NULL;
-	sb_reset(&res->body);
-}
-
 /* The body's "name" (or "workflowName") may repeat the path's, not
  * contradict it. */
 static void
@@ -53,36 +38,32 @@ static void
 answer_get(struct http_request *req, struct http_response *res, get_fn get,
 	   const char *param)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	json_t *out;
-	if (api_namespace(req, res, db, ns)) {
-		if (get(db, ns, http_param(req, param), &out, &e))
-			reply(res, 200, out);
-		else
-			http_error(res, &e);
-	}
+	if (get(db, ns, http_param(req, param), &out, &e))
+		api_reply(res, 200, out);
+	else
+		http_error(res, &e);
 	api_db_release(req, db);
 }
 
 static void
 answer_list(struct http_request *req, struct http_response *res, list_fn list)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	json_t *items;
-	if (api_namespace(req, res, db, ns)) {
-		if (list(db, ns, &items, &e))
-			reply(res, 200, json_pack("{s:o}", "items", items));
-		else
-			http_error(res, &e);
-	}
+	if (list(db, ns, &items, &e))
+		api_reply(res, 200, json_pack("{s:o}", "items", items));
+	else
+		http_error(res, &e);
 	api_db_release(req, db);
 }
 
@@ -90,17 +71,15 @@ static void
 answer_delete(struct http_request *req, struct http_response *res,
 	      delete_fn del, const char *param)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
-	if (api_namespace(req, res, db, ns)) {
-		if (del(db, ns, http_param(req, param), &e))
-			no_content(res);
-		else
-			http_error(res, &e);
-	}
+	if (del(db, ns, http_param(req, param), &e))
+		api_no_content(res);
+	else
+		http_error(res, &e);
 	api_db_release(req, db);
 }
 
@@ -109,10 +88,10 @@ answer_delete(struct http_request *req, struct http_response *res,
 void
 sinks_put(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	struct dsl_errors errs = {0};
 	json_t *body = NULL, *config = NULL, *out = NULL;
@@ -120,8 +99,6 @@ sinks_put(struct http_request *req, struct http_response *res)
 	const char *name = http_param(req, "name");
 	const char *kind;
 	bool created;
-	if (!api_namespace(req, res, db, ns))
-		goto out;
 	body = api_body_object(req, res, false);
 	if (!body)
 		goto out;
@@ -136,7 +113,7 @@ sinks_put(struct http_request *req, struct http_response *res)
 		http_error(res, &e);
 		goto out;
 	}
-	reply(res, created ? 201 : 200, out);
+	api_reply(res, created ? 201 : 200, out);
 out:
 	api_db_release(req, db);
 	dsl_errors_free(&errs);
@@ -168,18 +145,16 @@ sinks_delete(struct http_request *req, struct http_response *res)
 void
 sinks_listener_put(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	struct dsl_errors errs = {0};
 	json_t *body = NULL, *wt = NULL, *tt = NULL, *types = NULL;
 	json_t *out = NULL;
 	const char *name = http_param(req, "workflowName");
 	bool created;
-	if (!api_namespace(req, res, db, ns))
-		goto out;
 	body = api_body_object(req, res, false);
 	if (!body)
 		goto out;
@@ -208,7 +183,7 @@ sinks_listener_put(struct http_request *req, struct http_response *res)
 		http_error(res, &e);
 		goto out;
 	}
-	reply(res, created ? 201 : 200, out);
+	api_reply(res, created ? 201 : 200, out);
 out:
 	api_db_release(req, db);
 	dsl_errors_free(&errs);
@@ -254,17 +229,16 @@ id_text(const char *s)
 void
 sinks_dead_list(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	long limit;
 	const char *cursor = http_query(req, "cursor");
 	if (cursor && !cursor[0])
 		cursor = NULL;
-	if (!api_namespace(req, res, db, ns) ||
-	    !api_query_int(req, res, "limit", DEAD_PAGE, 1, DEAD_PAGE_MAX,
+	if (!api_query_int(req, res, "limit", DEAD_PAGE, 1, DEAD_PAGE_MAX,
 			   &limit))
 		goto out;
 	if (cursor && !id_text(cursor)) {
@@ -289,8 +263,8 @@ sinks_dead_list(struct http_request *req, struct http_response *res)
 		json_decref(next);
 		next = json_string(buf);
 	}
-	reply(res, 200,
-	      json_pack("{s:o,s:o}", "items", items, "nextCursor", next));
+	api_reply(res, 200,
+		  json_pack("{s:o,s:o}", "items", items, "nextCursor", next));
 out:
 	api_db_release(req, db);
 }
@@ -298,15 +272,13 @@ out:
 void
 sinks_dead_replay(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns[37];
+	struct db *db = api_db_ns(req, res, ns);
 	if (!db)
 		return;
-	char ns[37];
 	struct err e = ERR_INIT;
 	struct dsl_errors errs = {0};
 	json_t *body = NULL, *ids = json_array();
-	if (!api_namespace(req, res, db, ns))
-		goto out;
 	body = api_body_object(req, res, false);
 	if (!body)
 		goto out;
@@ -350,7 +322,7 @@ sinks_dead_replay(struct http_request *req, struct http_response *res)
 		http_error(res, &e);
 		goto out;
 	}
-	reply(res, 200, json_pack("{s:I}", "replayed", (json_int_t)n));
+	api_reply(res, 200, json_pack("{s:I}", "replayed", (json_int_t)n));
 out:
 	api_db_release(req, db);
 	dsl_errors_free(&errs);

@@ -36,19 +36,16 @@ summary_namespaces(struct http_request *req, struct http_response *res)
 void
 summary_queues(struct http_request *req, struct http_response *res)
 {
-	struct db *db = api_db(req, res);
+	char ns_id[37];
+	struct db *db = api_db_ns(req, res, ns_id);
 	if (!db)
 		return;
-	char ns_id[37];
-	if (api_namespace(req, res, db, ns_id)) {
-		struct err e = ERR_INIT;
-		char *json;
-		if (dashboard_queues(db, ns_id, http_param(req, "ns"), &json,
-				     &e))
-			answer(res, "{\"items\":", json, "}");
-		else
-			http_error(res, &e);
-	}
+	struct err e = ERR_INIT;
+	char *json;
+	if (dashboard_queues(db, ns_id, http_param(req, "ns"), &json, &e))
+		answer(res, "{\"items\":", json, "}");
+	else
+		http_error(res, &e);
 	api_db_release(req, db);
 }
 
@@ -58,17 +55,15 @@ summary_stats(struct http_request *req, struct http_response *res)
 	long minutes;
 	if (!api_query_int(req, res, "minutes", 60, 1, 1440, &minutes))
 		return;
-	struct db *db = api_db(req, res);
+	char ns_id[37];
+	struct db *db = api_db_ns(req, res, ns_id);
 	if (!db)
 		return;
-	char ns_id[37];
-	if (api_namespace(req, res, db, ns_id)) {
-		struct err e = ERR_INIT;
-		char *json;
-		if (dashboard_stats(db, ns_id, (int)minutes, &json, &e))
-			answer(res, "", json, "");
-		else
-			http_error(res, &e);
-	}
+	struct err e = ERR_INIT;
+	char *json;
+	if (dashboard_stats(db, ns_id, (int)minutes, &json, &e))
+		answer(res, "", json, "");
+	else
+		http_error(res, &e);
 	api_db_release(req, db);
 }

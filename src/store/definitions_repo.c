@@ -479,26 +479,46 @@ defs_task_missing(struct db *db, const char *ns_id, const json_t *names,
 	return true;
 }
 
-DB_STMT(defs_task_semaphore_select,
-	"SELECT \"t\".\"name\", \"t\".\"semaphore\" FROM \"TaskDefinitions\" \"t\""
-	" WHERE \"t\".\"namespaceId\" = $1 AND \"t\".\"semaphore\" IS NOT NULL"
+DB_STMT(defs_task_flow_control_select,
+	"SELECT \"t\".\"name\", \"t\".\"semaphore\", \"t\".\"concurrentExecLimit\","
+	" \"t\".\"rateLimitPerFrequency\" FROM \"TaskDefinitions\" \"t\""
+	" WHERE \"t\".\"namespaceId\" = $1"
+	" AND (\"t\".\"semaphore\" IS NOT NULL"
+	" OR coalesce(\"t\".\"concurrentExecLimit\", 0) > 0"
+	" OR coalesce(\"t\".\"rateLimitPerFrequency\", 0) > 0)"
 	" AND \"t\".\"name\" IN (SELECT jsonb_array_elements_text($2::jsonb))");
 
 bool
-defs_task_semaphores(struct db *db, const char *ns_id, const json_t *names,
-		     json_t **semaphores, struct err *e)
+defs_task_flow_controls(struct db *db, const char *ns_id, const json_t *names,
+			json_t **controls, struct err *e)
 {
-	*semaphores = NULL;
+	*controls = NULL;
 	char *text = json_db_text(names);
 	const char *params[] = {ns_id, text};
-	PGresult *res = db_exec(db, &defs_task_semaphore_select, 2, params, e);
+	PGresult *res =
+		db_exec(db, &defs_task_flow_control_select, 2, params, e);
 	free(text);
 	if (!res)
 		return false;
-	*semaphores = json_object();
-	for (int i = 0; i < PQntuples(res); i++)
-		json_object_set_new(*semaphores, PQgetvalue(res, i, 0),
-				    json_string(PQgetvalue(res, i, 1)));
+	*controls = json_object();
+	for (int i = 0; i < PQntuples(res); i++) {
+		json_t *c = json_object();
+		if (!PQgetisnull(res, i, 1))
+			json_object_set_new(c, "semaphore",
+					    json_string(PQgetvalue(res, i, 1)));
+		static const char *const limits[] = {"concurrentExecLimit",
+						     "rateLimitPerFrequency"};
+		for (int k = 0; k < 2; k++) {
+			long v = PQgetisnull(res, i, 2 + k)
+					 ? 0
+					 : strtol(PQgetvalue(res, i, 2 + k),
+						  NULL, 10);
+			if (v > 0)
+				json_object_set_new(c, limits[k],
+						    json_integer(v));
+		}
+		json_object_set_new(*controls, PQgetvalue(res, i, 0), c);
+	}
 	PQclear(res);
 	return true;
 }
@@ -730,7 +750,7 @@ struct db_stmt *const definitions_repo_stmts[] = {
 	&defs_task_select_all,
 	&defs_task_remove,
 	&defs_task_absent,
-	&defs_task_semaphore_select,
+	&defs_task_flow_control_select,
 	&defs_workflow_naming_select,
 	&defs_workflow_insert,
 	&defs_workflow_upsert,

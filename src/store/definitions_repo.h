@@ -98,10 +98,13 @@ bool defs_task_delete(struct db *db, const char *ns_id, const char *name,
  * array of the missing ones. */
 bool defs_task_missing(struct db *db, const char *ns_id, const json_t *names,
 		       json_t **missing, struct err *e);
-/* Of names (a JSON array of strings), those registered with a semaphore:
- * a new object, name to semaphore. */
-bool defs_task_semaphores(struct db *db, const char *ns_id, const json_t *names,
-			  json_t **semaphores, struct err *e);
+/* Of names (a JSON array of strings), those registered with flow control:
+ * a new object, name to an object of the settings it has among "semaphore"
+ * (a string), "concurrentExecLimit" and "rateLimitPerFrequency" (integers
+ * above 0). */
+bool defs_task_flow_controls(struct db *db, const char *ns_id,
+			     const json_t *names, json_t **controls,
+			     struct err *e);
 /* The registered workflow definitions (every version) that may have a task
  * named name (an object with that "name" and a "taskReferenceName"
  * anywhere in it): a new array of their stored documents, each with its

@@ -3,7 +3,7 @@
  * resume, retry, skip, restart and rerun; each refused with 409 from a
  * status that does not allow it, each leaving a gap-free history.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -11,49 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct th_db db;
-static struct th_server srv;
-
-static void
-setup(void)
-{
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, NULL);
-}
-
-static void
-teardown(void)
-{
-	th_server_stop(&srv);
-	th_db_drop(&db);
-}
-
-TestSuite(actions, .init = setup, .fini = teardown, .timeout = 120);
-
-/* Sends a request and returns the parsed body; asserts the status. */
-static json_t *
-call(const char *method, const char *path, const char *body, long want)
-{
-	struct th_response r;
-	th_http(&srv, method, path, body, body ? strlen(body) : 0, &r);
-	cr_assert_eq(r.status, want, "%s %s: %ld %s", method, path, r.status,
-		     r.body);
-	json_t *v = json_loads(r.body, JSON_DECODE_ANY, NULL);
-	th_response_free(&r);
-	return v;
-}
+TestSuite(actions, .init = e2e_setup, .fini = e2e_stop, .timeout = 120);
 
 static void
 define_two_tasks(void)
 {
-	json_decref(call("PUT", "/v1/ns/default/task-definitions/act",
-			 "{\"name\":\"act\",\"retryCount\":0}", 201));
-	json_decref(call("POST", "/v1/ns/default/workflow-definitions",
-			 "{\"name\":\"two\",\"tasks\":["
-			 "{\"name\":\"act\",\"taskReferenceName\":\"a\"},"
-			 "{\"name\":\"act\",\"taskReferenceName\":\"b\","
-			 "\"inputParameters\":{\"x\":\"${a.output.v}\"}}]}",
-			 201));
+	json_decref(e2e_call("PUT", "/v1/ns/default/task-definitions/act",
+			     "{\"name\":\"act\",\"retryCount\":0}", 201));
+	json_decref(e2e_call("POST", "/v1/ns/default/workflow-definitions",
+			     "{\"name\":\"two\",\"tasks\":["
+			     "{\"name\":\"act\",\"taskReferenceName\":\"a\"},"
+			     "{\"name\":\"act\",\"taskReferenceName\":\"b\","
+			     "\"inputParameters\":{\"x\":\"${a.output.v}\"}}]}",
+			     201));
 }
 
 static char wf[37];
@@ -62,8 +32,8 @@ static char path[256];
 static void
 start(void)
 {
-	json_t *v = call("POST", "/v1/ns/default/workflows",
-			 "{\"name\":\"two\"}", 201);
+	json_t *v = e2e_call("POST", "/v1/ns/default/workflows",
+			     "{\"name\":\"two\"}", 201);
 	snprintf(wf, sizeof(wf), "%s",
 		 json_string_value(json_object_get(v, "id")));
 	json_decref(v);
@@ -74,7 +44,7 @@ action(const char *name, const char *body, long want)
 {
 	snprintf(path, sizeof(path), "/v1/ns/default/workflows/%s/%s", wf,
 		 name);
-	return call("POST", path, body ? body : "{}", want);
+	return e2e_call("POST", path, body ? body : "{}", want);
 }
 
 static const char *
@@ -87,8 +57,8 @@ status_of(json_t *v)
 static bool
 poll_one(char id[37], char *ref, size_t ref_size, json_t **input)
 {
-	json_t *v = call("POST", "/v1/ns/default/queues/act/poll",
-			 "{\"workerId\":\"w\",\"waitMs\":5000}", 200);
+	json_t *v = e2e_call("POST", "/v1/ns/default/queues/act/poll",
+			     "{\"workerId\":\"w\",\"waitMs\":5000}", 200);
 	json_t *t = json_array_get(json_object_get(v, "tasks"), 0);
 	bool got = t != NULL;
 	if (got) {
@@ -111,7 +81,7 @@ complete(const char *task, const char *output)
 		 task);
 	snprintf(body, sizeof(body), "{\"workerId\":\"w\",\"output\":%s}",
 		 output);
-	json_decref(call("POST", p, body, 200));
+	json_decref(e2e_call("POST", p, body, 200));
 }
 
 static bool
@@ -119,7 +89,7 @@ is_status(void *want)
 {
 	snprintf(path, sizeof(path),
 		 "/v1/ns/default/workflows/%s?includeTasks=false", wf);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	bool ok = strcmp(status_of(v), want) == 0;
 	json_decref(v);
 	return ok;
@@ -144,7 +114,7 @@ has_a_task(void *unused)
 {
 	(void)unused;
 	snprintf(path, sizeof(path), "/v1/ns/default/workflows/%s", wf);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	bool ok = json_array_size(json_object_get(v, "tasks")) > 0;
 	json_decref(v);
 	return ok;
@@ -154,7 +124,7 @@ static void
 assert_gap_free(void)
 {
 	snprintf(path, sizeof(path), "/v1/ns/default/workflows/%s/events", wf);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	size_t i;
 	json_t *ev;
 	json_array_foreach (json_object_get(v, "events"), i, ev)
@@ -183,8 +153,8 @@ Test(actions, pause_resume_terminate)
 	json_decref(action("resume", NULL, 409));
 	/* The open task was cancelled: nothing to poll. */
 	char id[37], ref[64];
-	json_t *none = call("POST", "/v1/ns/default/queues/act/poll",
-			    "{\"workerId\":\"w\"}", 200);
+	json_t *none = e2e_call("POST", "/v1/ns/default/queues/act/poll",
+				"{\"workerId\":\"w\"}", 200);
 	cr_assert_eq(json_array_size(json_object_get(none, "tasks")), 0);
 	json_decref(none);
 	(void)id;
@@ -198,16 +168,14 @@ Test(actions, pause_resume_terminate)
  * no decider, so the pause is certain to come first. */
 Test(actions, paused_before_its_first_evaluation_starts_on_resume)
 {
-	th_server_stop(&srv);
 	static const char *const api_only[] = {"--roles", "api", NULL};
-	th_server_start(&srv, db.url, api_only);
+	e2e_restart(0, api_only);
 	define_two_tasks();
 	start();
 	json_decref(action("pause", NULL, 200));
 	json_decref(action("resume", NULL, 200));
 	cr_assert_not(has_a_task(NULL));
-	th_server_stop(&srv);
-	th_server_start(&srv, db.url, NULL);
+	e2e_restart(0, NULL);
 	cr_assert(th_wait_until(10000, has_a_task, NULL),
 		  "the first task was never scheduled after resume");
 	cr_assert_eq(drain(), 2);
@@ -254,7 +222,7 @@ Test(actions, restart_runs_again_from_the_first_task)
 	complete(id, "{}");
 	cr_assert(th_wait_until(5000, is_status, "COMPLETED"));
 	snprintf(path, sizeof(path), "/v1/ns/default/workflows/%s", wf);
-	v = call("GET", path, NULL, 200);
+	v = e2e_call("GET", path, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(v, "tasks")), 2,
 		     "the restarted run's two tasks only");
 	json_decref(v);
@@ -292,7 +260,7 @@ Test(actions, retry_after_a_terminal_failure)
 	cr_assert(poll_one(id, ref, sizeof(ref), NULL));
 	char p[256];
 	snprintf(p, sizeof(p), "/v1/ns/default/queues/act/tasks/%s/fail", id);
-	json_decref(call(
+	json_decref(e2e_call(
 		"POST", p,
 		"{\"workerId\":\"w\",\"reason\":\"boom\",\"terminal\":true}",
 		200));

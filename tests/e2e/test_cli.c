@@ -21,7 +21,7 @@
  *
  * Every test that needs a server gets its own database and server.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -40,20 +40,13 @@ enum {
 
 /* ----------------------------------------------------- per-test fixtures */
 
-static struct th_db db;
-static struct th_server srv;
 static char temp_files[MAX_TEMP][64];
 static int n_temp;
 
 static void
 cleanup(void)
 {
-	if (srv.proc.pid > 0) {
-		kill(srv.proc.pid, SIGKILL);
-		waitpid(srv.proc.pid, NULL, 0);
-		srv.proc.pid = 0;
-	}
-	th_db_drop(&db);
+	e2e_stop();
 	for (int i = 0; i < n_temp; i++)
 		unlink(temp_files[i]);
 	n_temp = 0;
@@ -65,19 +58,12 @@ TestSuite(errors, .fini = cleanup);
 TestSuite(network, .fini = cleanup);
 TestSuite(usage, .fini = cleanup);
 
-static void
-start_server(void)
-{
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, NULL);
-}
-
+/* SIGTERM: a clean exit, which under the sanitizers also means no leak. */
 static void
 stop_server(void)
 {
-	int rc = th_server_stop(&srv);
-	cr_assert_eq(rc, 0, "the server exited with %d:\n%.*s", rc,
-		     (int)srv.proc.output_len, srv.proc.output);
+	int rc = e2e_server_stop(0);
+	cr_assert_eq(rc, 0, "the server exited with %d:\n%s", rc, e2e_log());
 }
 
 /* A temporary file holding text; its path (removed in the fini). */
@@ -108,7 +94,7 @@ run_at(const char *server, const char *const *argv)
 {
 	char env[128];
 	snprintf(env, sizeof(env), "NODEFLOW_SERVER=%s",
-		 server ? server : srv.base);
+		 server ? server : e2e_server()->base);
 	const char *envp[] = {env, NULL};
 	return th_run_nodeflow(argv, envp, CLI_TIMEOUT_MS, out, sizeof(out));
 }
@@ -164,25 +150,12 @@ define_all(void)
 	       "registered workflow definition cli_flow version 1");
 }
 
-static json_t *
-http_json(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(&srv, method, path, body, body ? strlen(body) : 0, &r);
-	cr_assert_eq(r.status, status, "%s %s: %ld: %s", method, path, r.status,
-		     r.body);
-	json_t *v = json_loadb(r.body, r.body_len, 0, NULL);
-	cr_assert_not_null(v, "%s %s: not JSON: %s", method, path, r.body);
-	th_response_free(&r);
-	return v;
-}
-
 static char *
 workflow_status(const char *id)
 {
 	char path[128];
 	snprintf(path, sizeof(path), "/v1/ns/default/workflows/%s", id);
-	json_t *v = http_json("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	char *s = strdup(json_string_value(json_object_get(v, "status")));
 	json_decref(v);
 	return s;
@@ -201,7 +174,7 @@ events_show_schedule(void *arg)
 
 Test(flow, define_start_list_get_events)
 {
-	start_server();
+	e2e_start(NULL);
 	/* The workflow's file first: its task is still registered first. */
 	const char *wf = temp_file(workflow_def);
 	const char *task = temp_file(task_def);
@@ -209,9 +182,9 @@ Test(flow, define_start_list_get_events)
 	       "registered task definition cli_task",
 	       "registered workflow definition cli_flow version 1");
 	cr_assert(strstr(out, "cli_task") < strstr(out, "cli_flow"), "%s", out);
-	json_decref(http_json("GET",
-			      "/v1/ns/default/workflow-definitions/cli_flow",
-			      NULL, 200));
+	json_decref(e2e_call("GET",
+			     "/v1/ns/default/workflow-definitions/cli_flow",
+			     NULL, 200));
 
 	/* An existing version: the server's conflict, and the way out. */
 	EXPECT(RUN("define", wf), 1,
@@ -313,8 +286,8 @@ static bool
 polled(void *arg)
 {
 	struct poll_probe *p = arg;
-	json_t *v = http_json("POST", "/v1/ns/default/queues/cli_task/poll",
-			      "{\"workerId\":\"w1\",\"count\":1}", 200);
+	json_t *v = e2e_call("POST", "/v1/ns/default/queues/cli_task/poll",
+			     "{\"workerId\":\"w1\",\"count\":1}", 200);
 	json_t *tasks = json_object_get(v, "tasks");
 	if (json_array_size(tasks))
 		p->task = json_incref(json_array_get(tasks, 0));
@@ -324,7 +297,7 @@ polled(void *arg)
 
 Test(actions, pause_resume_terminate_retry)
 {
-	start_server();
+	e2e_start(NULL);
 	define_all();
 	char id[37];
 	started_id(RUN("start", "cli_flow", "--input", "{\"n\":1}"), id);
@@ -365,7 +338,7 @@ Test(actions, pause_resume_terminate_retry)
 		 "/v1/ns/default/queues/cli_task/tasks/%s/fail",
 		 json_string_value(json_object_get(p.task, "id")));
 	json_decref(p.task);
-	json_decref(http_json(
+	json_decref(e2e_call(
 		"POST", path,
 		"{\"workerId\":\"w1\",\"reason\":\"broke\",\"terminal\":true}",
 		200));
@@ -383,7 +356,7 @@ Test(actions, pause_resume_terminate_retry)
 
 Test(errors, refused_definitions_and_requests)
 {
-	start_server();
+	e2e_start(NULL);
 	/* The server's message and every detail, "path: message". */
 	const char *bad_wf = temp_file(
 		"{\"name\":\"bad\",\"version\":0,\"tasks\":[{\"name\":\"ghost\","
@@ -441,16 +414,16 @@ Test(network, unreachable_server)
 	EXPECT(rc, 1, "could not reach node-flow at http://127.0.0.1:2:");
 
 	const char *bad[] = {"tasks", "--server=http://[nope", NULL};
-	rc = run_at(NULL, bad);
+	rc = run_at("", bad);
 	EXPECT(rc, 1, "is not a node-flow server URL");
 }
 
 Test(network, server_flag_wins)
 {
-	start_server();
+	e2e_start(NULL);
 	define_all();
 	char server[80];
-	snprintf(server, sizeof(server), "--server=%s", srv.base);
+	snprintf(server, sizeof(server), "--server=%s", e2e_server()->base);
 	const char *argv[] = {"tasks", server, NULL};
 	int rc = run_at("http://127.0.0.1:1", argv);
 	EXPECT(rc, 0, "cli_task");

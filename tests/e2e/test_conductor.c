@@ -25,65 +25,26 @@
  *
  * Every test gets its own database and server.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 enum { WAIT_MS = 15000 };
 
-static struct th_db db;
-static struct th_server srv;
-static bool running;
-static pthread_t drain;
-
-static void *
-drain_main(void *arg)
-{
-	(void)arg;
-	char buf[4096];
-	while (read(srv.proc.out_fd, buf, sizeof(buf)) > 0)
-		;
-	return NULL;
-}
-
-static void
-start(void)
-{
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, NULL);
-	running = true;
-	cr_assert(pthread_create(&drain, NULL, drain_main, NULL) == 0);
-}
-
-static void
-cleanup(void)
-{
-	if (running) {
-		kill(srv.proc.pid, SIGKILL);
-		waitpid(srv.proc.pid, NULL, 0);
-		pthread_join(drain, NULL);
-		close(srv.proc.out_fd);
-		running = false;
-	}
-	th_db_drop(&db);
-}
-
-TestSuite(metadata, .init = start, .fini = cleanup);
-TestSuite(token, .init = start, .fini = cleanup);
-TestSuite(start, .init = start, .fini = cleanup);
-TestSuite(poll, .init = start, .fini = cleanup);
-TestSuite(update, .init = start, .fini = cleanup);
-TestSuite(tasks, .init = start, .fini = cleanup);
-TestSuite(actions, .init = start, .fini = cleanup);
-TestSuite(search, .init = start, .fini = cleanup);
+TestSuite(metadata, .init = e2e_setup, .fini = e2e_stop);
+TestSuite(token, .init = e2e_setup, .fini = e2e_stop);
+TestSuite(start, .init = e2e_setup, .fini = e2e_stop);
+TestSuite(poll, .init = e2e_setup, .fini = e2e_stop);
+TestSuite(update, .init = e2e_setup, .fini = e2e_stop);
+TestSuite(tasks, .init = e2e_setup, .fini = e2e_stop);
+TestSuite(actions, .init = e2e_setup, .fini = e2e_stop);
+TestSuite(search, .init = e2e_setup, .fini = e2e_stop);
 
 /* ---------------------------------------------------------- HTTP helpers */
 
@@ -99,7 +60,7 @@ static void
 req(const char *method, const char *path, const char *body, struct reply *r)
 {
 	struct th_response t;
-	th_http(&srv, method, path, body, body ? strlen(body) : 0, &t);
+	th_http(e2e_server(), method, path, body, body ? strlen(body) : 0, &t);
 	r->status = t.status;
 	snprintf(r->ctype, sizeof(r->ctype), "%s", t.content_type);
 	snprintf(r->body, sizeof(r->body), "%s", t.body);
@@ -139,7 +100,8 @@ call_empty(const char *method, const char *path, const char *body, long status)
 	json_decref(r.json);
 }
 
-/* A text/plain answer (an id), into out. */
+/* A text/plain answer (an id), into out: one that does not fit fails
+ * the test rather than being cut. */
 static void
 call_text(const char *method, const char *path, const char *body, char *out,
 	  size_t size)
@@ -150,7 +112,10 @@ call_text(const char *method, const char *path, const char *body, char *out,
 		     r.body);
 	cr_assert(strncmp(r.ctype, "text/plain", 10) == 0,
 		  "%s %s: Content-Type %s", method, path, r.ctype);
-	snprintf(out, size, "%s", r.body);
+	size_t len = strlen(r.body);
+	cr_assert_lt(len, size, "%s %s: an answer of %zu bytes: %.200s", method,
+		     path, len, r.body);
+	memcpy(out, r.body, len + 1);
 }
 
 /* A Conductor error body: status, message containing what. */
@@ -471,7 +436,7 @@ long_poll_main(void *arg)
 	snprintf(path, sizeof(path),
 		 "/api/tasks/poll/batch/c_work?workerid=lp&count=3&timeout=%d",
 		 WAIT_MS);
-	th_http(&srv, "GET", path, NULL, 0, &r);
+	th_http(e2e_server(), "GET", path, NULL, 0, &r);
 	lp->answer = json_loadb(r.body, r.body_len, 0, NULL);
 	th_response_free(&r);
 	return NULL;
@@ -514,8 +479,8 @@ Test(poll, single_batch_and_long_poll)
 	json_t *one = NULL;
 	int64_t until = th_now_ms() + WAIT_MS;
 	while (!one && th_now_ms() < until) {
-		th_http(&srv, "GET", "/api/tasks/poll/c_work?workerid=w2", NULL,
-			0, &r);
+		th_http(e2e_server(), "GET",
+			"/api/tasks/poll/c_work?workerid=w2", NULL, 0, &r);
 		if (r.status == 200)
 			one = json_loadb(r.body, r.body_len, 0, NULL);
 		else

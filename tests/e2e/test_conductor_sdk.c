@@ -15,13 +15,12 @@
  *
  * The script runs under a deadline; its last line says OK or what failed.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,35 +31,7 @@
 
 enum { SCRIPT_DEADLINE_MS = 180000, OUT_SIZE = 65536 };
 
-static struct th_db db;
-static struct th_server srv;
-static bool running;
-static pthread_t drain;
-
-static void *
-drain_main(void *arg)
-{
-	(void)arg;
-	char buf[4096];
-	while (read(srv.proc.out_fd, buf, sizeof(buf)) > 0)
-		;
-	return NULL;
-}
-
-static void
-cleanup(void)
-{
-	if (running) {
-		kill(srv.proc.pid, SIGKILL);
-		waitpid(srv.proc.pid, NULL, 0);
-		pthread_join(drain, NULL);
-		close(srv.proc.out_fd);
-		running = false;
-	}
-	th_db_drop(&db);
-}
-
-TestSuite(sdk, .fini = cleanup);
+TestSuite(sdk, .fini = e2e_stop);
 
 /* Runs `node run.js url` in dir under a deadline; returns its exit status
  * (-1 when killed at the deadline) with its output in out. */
@@ -130,13 +101,10 @@ Test(sdk, workers)
 		  "the Conductor SDK is not installed in %s/node_modules "
 		  "(tests/run.sh installs it)",
 		  dir);
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, NULL);
-	running = true;
-	cr_assert(pthread_create(&drain, NULL, drain_main, NULL) == 0);
+	e2e_start(NULL);
 
 	char url[128];
-	snprintf(url, sizeof(url), "%s/api", srv.base);
+	snprintf(url, sizeof(url), "%s/api", e2e_server()->base);
 	static char out[OUT_SIZE];
 	int rc = run_node(dir, url, out, sizeof(out));
 	cr_assert_eq(rc, 0, "run.js exited %d:\n%s", rc, out);

@@ -24,7 +24,7 @@
  *
  * Every test gets its own database and server.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -37,98 +37,28 @@
 
 /* ----------------------------------------------------- per-test fixtures */
 
-static struct th_db db;
-static struct th_server srv;
-static PGconn *sql;
-
-static void
-cleanup(void)
-{
-	if (sql) {
-		PQfinish(sql);
-		sql = NULL;
-	}
-	if (srv.proc.pid > 0) {
-		kill(srv.proc.pid, SIGKILL);
-		waitpid(srv.proc.pid, NULL, 0);
-		srv.proc.pid = 0;
-	}
-	th_db_drop(&db);
-}
-
-TestSuite(namespaces, .fini = cleanup);
-TestSuite(tasks, .fini = cleanup);
-TestSuite(workflows, .fini = cleanup);
-TestSuite(errors, .fini = cleanup);
-
-static void
-start(const char *const *flags)
-{
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, flags);
-	sql = th_connect(db.url);
-}
+TestSuite(namespaces, .fini = e2e_stop);
+TestSuite(tasks, .fini = e2e_stop);
+TestSuite(workflows, .fini = e2e_stop);
+TestSuite(errors, .fini = e2e_stop);
 
 /* SIGTERM: a clean exit, which under the sanitizers also means no leak in
  * any handler the test ran. */
 static void
 stop(void)
 {
-	int rc = th_server_stop(&srv);
-	cr_assert_eq(rc, 0, "the server exited with %d:\n%.*s", rc,
-		     (int)srv.proc.output_len, srv.proc.output);
+	int rc = e2e_server_stop(0);
+	cr_assert_eq(rc, 0, "the server exited with %d:\n%s", rc, e2e_log());
 }
 
 /* ---------------------------------------------------------- HTTP helpers */
-
-static char last_body[8192];
-
-/* Sends a request and checks its status; returns the parsed JSON body
- * (NULL for an empty one). */
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(&srv, method, path, body, body ? strlen(body) : 0, &r);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = NULL;
-	if (r.body_len) {
-		cr_assert(strncmp(r.content_type, "application/json", 16) == 0,
-			  "%s %s: Content-Type %s", method, path,
-			  r.content_type);
-		json_error_t je;
-		v = json_loadb(r.body, r.body_len, 0, &je);
-		cr_assert_not_null(v, "%s %s: body is not JSON: %s", method,
-				   path, r.body);
-	}
-	th_response_free(&r);
-	return v;
-}
-
-/* call() for requests whose answer is not needed. */
-static void
-call_ok(const char *method, const char *path, const char *body, long status)
-{
-	json_decref(call(method, path, body, status));
-}
-
-static const char *
-str_at(const json_t *obj, const char *key)
-{
-	const json_t *v = json_object_get(obj, key);
-	cr_assert(json_is_string(v), "\"%s\" is not a string: %s", key,
-		  last_body);
-	return json_string_value(v);
-}
 
 static long long
 int_at(const json_t *obj, const char *key)
 {
 	const json_t *v = json_object_get(obj, key);
 	cr_assert(json_is_integer(v), "\"%s\" is not an integer: %s", key,
-		  last_body);
+		  e2e_last_body);
 	return json_integer_value(v);
 }
 
@@ -138,12 +68,12 @@ static json_t *
 error_of(const char *method, const char *path, const char *body, long status,
 	 const char *code)
 {
-	json_t *v = call(method, path, body, status);
+	json_t *v = e2e_call(method, path, body, status);
 	cr_assert_not_null(v, "an error needs a body");
 	json_t *e = json_object_get(v, "error");
-	cr_assert(json_is_object(e), "no error object: %s", last_body);
-	cr_assert_str_eq(str_at(e, "code"), code, "%s", last_body);
-	cr_assert_gt(strlen(str_at(e, "message")), 0);
+	cr_assert(json_is_object(e), "no error object: %s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(e, "code"), code, "%s", e2e_last_body);
+	cr_assert_gt(strlen(e2e_str_at(e, "message")), 0);
 	json_incref(e);
 	json_decref(v);
 	return e;
@@ -178,7 +108,7 @@ static size_t
 n_details(const json_t *e)
 {
 	const json_t *details = json_object_get(e, "details");
-	cr_assert(json_is_array(details), "no details: %s", last_body);
+	cr_assert(json_is_array(details), "no details: %s", e2e_last_body);
 	return json_array_size(details);
 }
 
@@ -188,9 +118,9 @@ expect_invalid(const char *method, const char *path, const char *body,
 	       const char *at, const char *text)
 {
 	json_t *e = error_of(method, path, body, 400, "invalid_argument");
-	cr_assert_eq(n_details(e), 1, "%s", last_body);
+	cr_assert_eq(n_details(e), 1, "%s", e2e_last_body);
 	cr_assert(has_detail(e, at, text), "no detail at %s with \"%s\": %s",
-		  at, text, last_body);
+		  at, text, e2e_last_body);
 	json_decref(e);
 }
 
@@ -201,7 +131,7 @@ static char *
 tables_digest(void)
 {
 	return th_value(
-		sql,
+		e2e_sql(),
 		"SELECT md5(coalesce((SELECT string_agg(x::text, ','"
 		" ORDER BY x.\"id\") FROM \"Namespaces\" x), '') || '|' ||"
 		" coalesce((SELECT string_agg(x::text, ',' ORDER BY x.\"id\")"
@@ -217,7 +147,7 @@ count_of(const char *table)
 {
 	char q[256];
 	snprintf(q, sizeof(q), "SELECT count(*) FROM \"%s\"", table);
-	return th_int(sql, q, 0, NULL);
+	return th_int(e2e_sql(), q, 0, NULL);
 }
 
 #define assert_unchanged(before)                                           \
@@ -241,34 +171,34 @@ register_task(const char *ns, const char *name)
 {
 	char path[256];
 	snprintf(path, sizeof(path), "/v1/ns/%s/task-definitions/%s", ns, name);
-	call_ok("PUT", path, "{}", 201);
+	e2e_call_ok("PUT", path, "{}", 201);
 }
 
 /* ------------------------------------------------------------ namespaces */
 
 Test(namespaces, put_creates_then_finds)
 {
-	start(NULL);
-	json_t *v = call("PUT", "/v1/namespaces/team-a.prod_1", NULL, 201);
-	cr_assert_str_eq(str_at(v, "name"), "team-a.prod_1");
+	e2e_start(NULL);
+	json_t *v = e2e_call("PUT", "/v1/namespaces/team-a.prod_1", NULL, 201);
+	cr_assert_str_eq(e2e_str_at(v, "name"), "team-a.prod_1");
 	json_decref(v);
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(*) FROM \"Namespaces\" WHERE"
 			    " \"name\" = 'team-a.prod_1'",
 			    0, NULL),
 		     1);
-	v = call("PUT", "/v1/namespaces/team-a.prod_1", NULL, 200);
-	cr_assert_str_eq(str_at(v, "name"), "team-a.prod_1");
+	v = e2e_call("PUT", "/v1/namespaces/team-a.prod_1", NULL, 200);
+	cr_assert_str_eq(e2e_str_at(v, "name"), "team-a.prod_1");
 	json_decref(v);
 	/* The migration's own. */
-	call_ok("PUT", "/v1/namespaces/default", NULL, 200);
+	e2e_call_ok("PUT", "/v1/namespaces/default", NULL, 200);
 	cr_assert_eq(count_of("Namespaces"), 2);
 	stop();
 }
 
 Test(namespaces, bad_names_are_refused)
 {
-	start(NULL);
+	e2e_start(NULL);
 	char *before = tables_digest();
 	expect_error("PUT", "/v1/namespaces/a*b", NULL, 400,
 		     "invalid_argument");
@@ -282,22 +212,24 @@ Test(namespaces, bad_names_are_refused)
 	free(before);
 	/* 63 is fine. */
 	path[strlen(path) - 1] = '\0';
-	call_ok("PUT", path, NULL, 201);
+	e2e_call_ok("PUT", path, NULL, 201);
 	stop();
 }
 
 Test(namespaces, isolate_definitions)
 {
-	start(NULL);
-	call_ok("PUT", "/v1/namespaces/other", NULL, 201);
+	e2e_start(NULL);
+	e2e_call_ok("PUT", "/v1/namespaces/other", NULL, 201);
 	register_task("other", "charge");
-	call_ok("POST", "/v1/ns/other/workflow-definitions", simple_wf, 201);
+	e2e_call_ok("POST", "/v1/ns/other/workflow-definitions", simple_wf,
+		    201);
 
 	expect_error("GET", "/v1/ns/default/task-definitions/charge", NULL, 404,
 		     "not_found");
 	expect_error("GET", "/v1/ns/default/workflow-definitions/order", NULL,
 		     404, "not_found");
-	json_t *v = call("GET", "/v1/ns/default/task-definitions", NULL, 200);
+	json_t *v =
+		e2e_call("GET", "/v1/ns/default/task-definitions", NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(v, "items")), 0);
 	json_decref(v);
 	/* In default the task is not registered. */
@@ -305,11 +237,12 @@ Test(namespaces, isolate_definitions)
 			     simple_wf, 400, "invalid_argument");
 	cr_assert(has_detail(e, "$.tasks[0]",
 			     "task definition charge is not registered"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(e);
 	/* The same name may live in both. */
 	register_task("default", "charge");
-	call_ok("POST", "/v1/ns/default/workflow-definitions", simple_wf, 201);
+	e2e_call_ok("POST", "/v1/ns/default/workflow-definitions", simple_wf,
+		    201);
 	cr_assert_eq(count_of("WorkflowDefinitions"), 2);
 	stop();
 }
@@ -338,28 +271,29 @@ static const char full_task_def[] =
 
 Test(tasks, every_field_round_trips)
 {
-	start(NULL);
-	json_t *v = call("PUT", "/v1/ns/default/task-definitions/charge",
-			 full_task_def, 201);
+	e2e_start(NULL);
+	json_t *v = e2e_call("PUT", "/v1/ns/default/task-definitions/charge",
+			     full_task_def, 201);
 	json_t *want = json_loads(full_task_def, 0, NULL);
 	cr_assert_gt(int_at(v, "createTime"), 1700000000000LL);
 	cr_assert_gt(int_at(v, "updateTime"), 1700000000000LL);
 	json_object_del(v, "createTime");
 	json_object_del(v, "updateTime");
-	cr_assert(json_equal(v, want), "answered %s", last_body);
+	cr_assert(json_equal(v, want), "answered %s", e2e_last_body);
 	json_decref(v);
 
 	/* Read back from the columns, on another request. */
-	v = call("GET", "/v1/ns/default/task-definitions/charge", NULL, 200);
+	v = e2e_call("GET", "/v1/ns/default/task-definitions/charge", NULL,
+		     200);
 	json_object_del(v, "createTime");
 	json_object_del(v, "updateTime");
-	cr_assert(json_equal(v, want), "read back %s", last_body);
+	cr_assert(json_equal(v, want), "read back %s", e2e_last_body);
 	json_decref(v);
 	json_decref(want);
 
 	/* And each value is in its column. */
 	char *row = th_value(
-		sql,
+		e2e_sql(),
 		"SELECT concat_ws('|', \"description\", \"retryCount\","
 		" \"retryLogic\", \"retryDelaySeconds\","
 		" \"backoffScaleFactor\", \"maxRetryDelaySeconds\","
@@ -389,18 +323,18 @@ Test(tasks, every_field_round_trips)
 
 Test(tasks, defaults_and_replace)
 {
-	start(NULL);
+	e2e_start(NULL);
 	/* An empty object takes its name from the path, the rest from
 	 * Conductor's defaults. */
-	json_t *v =
-		call("PUT", "/v1/ns/default/task-definitions/greet", "{}", 201);
-	cr_assert_str_eq(str_at(v, "name"), "greet");
+	json_t *v = e2e_call("PUT", "/v1/ns/default/task-definitions/greet",
+			     "{}", 201);
+	cr_assert_str_eq(e2e_str_at(v, "name"), "greet");
 	cr_assert_eq(int_at(v, "retryCount"), 3);
-	cr_assert_str_eq(str_at(v, "retryLogic"), "FIXED");
+	cr_assert_str_eq(e2e_str_at(v, "retryLogic"), "FIXED");
 	cr_assert_eq(int_at(v, "retryDelaySeconds"), 60);
 	cr_assert_eq(int_at(v, "backoffScaleFactor"), 1);
 	cr_assert_eq(int_at(v, "timeoutSeconds"), 0);
-	cr_assert_str_eq(str_at(v, "timeoutPolicy"), "TIME_OUT_WF");
+	cr_assert_str_eq(e2e_str_at(v, "timeoutPolicy"), "TIME_OUT_WF");
 	cr_assert_eq(int_at(v, "responseTimeoutSeconds"), 3600);
 	cr_assert_null(json_object_get(v, "pollTimeoutSeconds"));
 	cr_assert_null(json_object_get(v, "concurrentExecLimit"));
@@ -409,32 +343,35 @@ Test(tasks, defaults_and_replace)
 	long long created = int_at(v, "createTime");
 	json_decref(v);
 	cr_assert(
-		th_int(sql,
+		th_int(e2e_sql(),
 		       "SELECT count(*) FROM \"TaskDefinitions\" WHERE"
 		       " \"name\" = 'greet' AND \"pollTimeoutSeconds\" IS NULL"
 		       " AND \"concurrentExecLimit\" IS NULL",
 		       0, NULL) == 1);
 
 	/* Replaced: 200, the new values, the same row and creation time. */
-	char *id = th_value(sql, "SELECT \"id\"::text FROM \"TaskDefinitions\"",
-			    0, NULL);
-	v = call("PUT", "/v1/ns/default/task-definitions/greet",
-		 "{\"name\":\"greet\",\"retryCount\":0,\"description\":\"hi\"}",
-		 200);
+	char *id = th_value(e2e_sql(),
+			    "SELECT \"id\"::text FROM \"TaskDefinitions\"", 0,
+			    NULL);
+	v = e2e_call(
+		"PUT", "/v1/ns/default/task-definitions/greet",
+		"{\"name\":\"greet\",\"retryCount\":0,\"description\":\"hi\"}",
+		200);
 	cr_assert_eq(int_at(v, "retryCount"), 0);
-	cr_assert_str_eq(str_at(v, "description"), "hi");
+	cr_assert_str_eq(e2e_str_at(v, "description"), "hi");
 	cr_assert_eq(int_at(v, "createTime"), created);
 	cr_assert_geq(int_at(v, "updateTime"), created);
 	json_decref(v);
-	char *id2 = th_value(
-		sql, "SELECT \"id\"::text FROM \"TaskDefinitions\"", 0, NULL);
+	char *id2 = th_value(e2e_sql(),
+			     "SELECT \"id\"::text FROM \"TaskDefinitions\"", 0,
+			     NULL);
 	cr_assert_str_eq(id, id2);
 	free(id);
 	free(id2);
 	cr_assert_eq(count_of("TaskDefinitions"), 1);
 
 	/* A replacement without a field resets it to its default. */
-	v = call("PUT", "/v1/ns/default/task-definitions/greet", "{}", 200);
+	v = e2e_call("PUT", "/v1/ns/default/task-definitions/greet", "{}", 200);
 	cr_assert_eq(int_at(v, "retryCount"), 3);
 	cr_assert_null(json_object_get(v, "description"));
 	json_decref(v);
@@ -443,25 +380,26 @@ Test(tasks, defaults_and_replace)
 
 Test(tasks, get_list_delete)
 {
-	start(NULL);
+	e2e_start(NULL);
 	register_task("default", "b");
 	register_task("default", "a");
 	register_task("default", "c");
-	json_t *v = call("GET", "/v1/ns/default/task-definitions", NULL, 200);
+	json_t *v =
+		e2e_call("GET", "/v1/ns/default/task-definitions", NULL, 200);
 	json_t *items = json_object_get(v, "items");
 	cr_assert_eq(json_array_size(items), 3);
-	cr_assert_str_eq(str_at(json_array_get(items, 0), "name"), "a");
-	cr_assert_str_eq(str_at(json_array_get(items, 1), "name"), "b");
-	cr_assert_str_eq(str_at(json_array_get(items, 2), "name"), "c");
+	cr_assert_str_eq(e2e_str_at(json_array_get(items, 0), "name"), "a");
+	cr_assert_str_eq(e2e_str_at(json_array_get(items, 1), "name"), "b");
+	cr_assert_str_eq(e2e_str_at(json_array_get(items, 2), "name"), "c");
 	json_decref(v);
 
-	v = call("GET", "/v1/ns/default/task-definitions/b", NULL, 200);
-	cr_assert_str_eq(str_at(v, "name"), "b");
+	v = e2e_call("GET", "/v1/ns/default/task-definitions/b", NULL, 200);
+	cr_assert_str_eq(e2e_str_at(v, "name"), "b");
 	json_decref(v);
 
 	struct th_response r;
-	th_http(&srv, "DELETE", "/v1/ns/default/task-definitions/b", NULL, 0,
-		&r);
+	th_http(e2e_server(), "DELETE", "/v1/ns/default/task-definitions/b",
+		NULL, 0, &r);
 	cr_assert_eq(r.status, 204, "%s", r.body);
 	cr_assert_eq(r.body_len, 0);
 	cr_assert_str_eq(r.content_type, "", "a bare 204");
@@ -477,10 +415,10 @@ Test(tasks, get_list_delete)
 
 Test(tasks, the_path_names_the_definition)
 {
-	start(NULL);
+	e2e_start(NULL);
 	/* The same name in the body is fine. */
-	call_ok("PUT", "/v1/ns/default/task-definitions/a", "{\"name\":\"a\"}",
-		201);
+	e2e_call_ok("PUT", "/v1/ns/default/task-definitions/a",
+		    "{\"name\":\"a\"}", 201);
 	char *before = tables_digest();
 	expect_invalid("PUT", "/v1/ns/default/task-definitions/a",
 		       "{\"name\":\"b\",\"retryCount\":1}", "$.name",
@@ -495,7 +433,7 @@ Test(tasks, the_path_names_the_definition)
 
 Test(tasks, invalid_definitions_are_400_with_paths)
 {
-	start(NULL);
+	e2e_start(NULL);
 	register_task("default", "keep");
 	char *before = tables_digest();
 	const char *p = "/v1/ns/default/task-definitions/t";
@@ -535,7 +473,7 @@ Test(tasks, invalid_definitions_are_400_with_paths)
 			     "{\"retryCount\":-1,\"timeoutSeconds\":\"x\","
 			     "\"secretOutputFields\":{}}",
 			     400, "invalid_argument");
-	cr_assert_eq(n_details(e), 3, "%s", last_body);
+	cr_assert_eq(n_details(e), 3, "%s", e2e_last_body);
 	cr_assert(has_detail(e, "$.retryCount", "must not be negative"));
 	cr_assert(has_detail(e, "$.timeoutSeconds", "must be a whole number"));
 	cr_assert(has_detail(e, "$.secretOutputFields", "must be an array"));
@@ -554,18 +492,18 @@ Test(tasks, invalid_definitions_are_400_with_paths)
 
 Test(workflows, create_conflict_overwrite)
 {
-	start(NULL);
+	e2e_start(NULL);
 	register_task("default", "charge");
-	json_t *v = call("POST", "/v1/ns/default/workflow-definitions",
-			 simple_wf, 201);
-	cr_assert_str_eq(str_at(v, "name"), "order");
+	json_t *v = e2e_call("POST", "/v1/ns/default/workflow-definitions",
+			     simple_wf, 201);
+	cr_assert_str_eq(e2e_str_at(v, "name"), "order");
 	cr_assert_eq(int_at(v, "version"), 1);
 	cr_assert_gt(int_at(v, "createTime"), 1700000000000LL);
 	cr_assert_gt(int_at(v, "updateTime"), 1700000000000LL);
 	cr_assert_eq(json_array_size(json_object_get(v, "tasks")), 1);
 	cr_assert(json_is_object(json_object_get(v, "outputParameters")));
 	json_decref(v);
-	char *stored = th_value(sql,
+	char *stored = th_value(e2e_sql(),
 				"SELECT \"definition\"->>'version' FROM"
 				" \"WorkflowDefinitions\" WHERE \"name\" ="
 				" 'order'",
@@ -588,12 +526,13 @@ Test(workflows, create_conflict_overwrite)
 		"{\"name\":\"order\",\"version\":1,\"description\":\"new\","
 		"\"tasks\":[{\"name\":\"charge\",\"taskReferenceName\":"
 		"\"c\"}]}";
-	v = call("POST", "/v1/ns/default/workflow-definitions?overwrite=true",
-		 changed, 200);
-	cr_assert_str_eq(str_at(v, "description"), "new");
+	v = e2e_call("POST",
+		     "/v1/ns/default/workflow-definitions?overwrite=true",
+		     changed, 200);
+	cr_assert_str_eq(e2e_str_at(v, "description"), "new");
 	json_decref(v);
 	cr_assert_eq(count_of("WorkflowDefinitions"), 1);
-	char *desc = th_value(sql,
+	char *desc = th_value(e2e_sql(),
 			      "SELECT \"description\" FROM"
 			      " \"WorkflowDefinitions\"",
 			      0, NULL);
@@ -601,17 +540,18 @@ Test(workflows, create_conflict_overwrite)
 	free(desc);
 
 	/* overwrite=true on a new version creates it: 201. */
-	call_ok("POST", "/v1/ns/default/workflow-definitions?overwrite=true",
-		"{\"name\":\"order\",\"version\":5,\"tasks\":[{\"name\":"
-		"\"charge\",\"taskReferenceName\":\"c\"}]}",
-		201);
+	e2e_call_ok("POST",
+		    "/v1/ns/default/workflow-definitions?overwrite=true",
+		    "{\"name\":\"order\",\"version\":5,\"tasks\":[{\"name\":"
+		    "\"charge\",\"taskReferenceName\":\"c\"}]}",
+		    201);
 	cr_assert_eq(count_of("WorkflowDefinitions"), 2);
 	stop();
 }
 
 Test(workflows, versions_listing_and_delete)
 {
-	start(NULL);
+	e2e_start(NULL);
 	register_task("default", "charge");
 #define WF_FMT                                                             \
 	"{\"name\":\"%s\",\"version\":%d,\"tasks\":[{\"name\":\"charge\"," \
@@ -624,18 +564,18 @@ Test(workflows, versions_listing_and_delete)
 	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
 		snprintf(body, sizeof(body), WF_FMT, defs[i].name,
 			 defs[i].version);
-		call_ok("POST", "/v1/ns/default/workflow-definitions", body,
-			201);
+		e2e_call_ok("POST", "/v1/ns/default/workflow-definitions", body,
+			    201);
 	}
 
-	json_t *v =
-		call("GET", "/v1/ns/default/workflow-definitions/a", NULL, 200);
+	json_t *v = e2e_call("GET", "/v1/ns/default/workflow-definitions/a",
+			     NULL, 200);
 	cr_assert_eq(int_at(v, "version"), 10, "the latest, by number");
 	json_decref(v);
-	v = call("GET", "/v1/ns/default/workflow-definitions/a/versions/2",
-		 NULL, 200);
+	v = e2e_call("GET", "/v1/ns/default/workflow-definitions/a/versions/2",
+		     NULL, 200);
 	cr_assert_eq(int_at(v, "version"), 2);
-	cr_assert_str_eq(str_at(v, "name"), "a");
+	cr_assert_str_eq(e2e_str_at(v, "name"), "a");
 	json_decref(v);
 	expect_error("GET", "/v1/ns/default/workflow-definitions/a/versions/3",
 		     NULL, 404, "not_found");
@@ -643,40 +583,44 @@ Test(workflows, versions_listing_and_delete)
 		     "not_found");
 
 	/* The latest of each name, by name. */
-	v = call("GET", "/v1/ns/default/workflow-definitions", NULL, 200);
+	v = e2e_call("GET", "/v1/ns/default/workflow-definitions", NULL, 200);
 	json_t *items = json_object_get(v, "items");
-	cr_assert_eq(json_array_size(items), 2, "%s", last_body);
-	cr_assert_str_eq(str_at(json_array_get(items, 0), "name"), "a");
+	cr_assert_eq(json_array_size(items), 2, "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(json_array_get(items, 0), "name"), "a");
 	cr_assert_eq(int_at(json_array_get(items, 0), "version"), 10);
-	cr_assert_str_eq(str_at(json_array_get(items, 1), "name"), "b");
+	cr_assert_str_eq(e2e_str_at(json_array_get(items, 1), "name"), "b");
 	cr_assert_eq(int_at(json_array_get(items, 1), "version"), 3);
 	json_decref(v);
 	/* Every version. */
-	v = call("GET", "/v1/ns/default/workflow-definitions?allVersions=true",
-		 NULL, 200);
+	v = e2e_call("GET",
+		     "/v1/ns/default/workflow-definitions?allVersions=true",
+		     NULL, 200);
 	items = json_object_get(v, "items");
-	cr_assert_eq(json_array_size(items), 5, "%s", last_body);
+	cr_assert_eq(json_array_size(items), 5, "%s", e2e_last_body);
 	const int order[] = {1, 2, 10, 1, 3};
 	for (size_t i = 0; i < 5; i++)
 		cr_assert_eq(int_at(json_array_get(items, i), "version"),
 			     order[i]);
 	json_decref(v);
-	v = call("GET", "/v1/ns/default/workflow-definitions?allVersions=false",
-		 NULL, 200);
+	v = e2e_call("GET",
+		     "/v1/ns/default/workflow-definitions?allVersions=false",
+		     NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(v, "items")), 2);
 	json_decref(v);
 
 	/* Delete one version: the latest falls back. */
-	call_ok("DELETE", "/v1/ns/default/workflow-definitions/a/versions/10",
-		NULL, 204);
+	e2e_call_ok("DELETE",
+		    "/v1/ns/default/workflow-definitions/a/versions/10", NULL,
+		    204);
 	expect_error("DELETE",
 		     "/v1/ns/default/workflow-definitions/a/versions/10", NULL,
 		     404, "not_found");
-	v = call("GET", "/v1/ns/default/workflow-definitions/a", NULL, 200);
+	v = e2e_call("GET", "/v1/ns/default/workflow-definitions/a", NULL, 200);
 	cr_assert_eq(int_at(v, "version"), 2);
 	json_decref(v);
 	/* Delete every version of a name. */
-	call_ok("DELETE", "/v1/ns/default/workflow-definitions/a", NULL, 204);
+	e2e_call_ok("DELETE", "/v1/ns/default/workflow-definitions/a", NULL,
+		    204);
 	expect_error("DELETE", "/v1/ns/default/workflow-definitions/a", NULL,
 		     404, "not_found");
 	expect_error("GET", "/v1/ns/default/workflow-definitions/a", NULL, 404,
@@ -687,14 +631,14 @@ Test(workflows, versions_listing_and_delete)
 
 Test(workflows, worker_tasks_need_registered_definitions)
 {
-	start(NULL);
+	e2e_start(NULL);
 	char *before = tables_digest();
 	json_t *e = error_of("POST", "/v1/ns/default/workflow-definitions",
 			     simple_wf, 400, "invalid_argument");
-	cr_assert_eq(n_details(e), 1, "%s", last_body);
+	cr_assert_eq(n_details(e), 1, "%s", e2e_last_body);
 	cr_assert(has_detail(e, "$.tasks[0]",
 			     "task definition charge is not registered"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(e);
 
 	/* Alongside the document's own problems, in one answer. */
@@ -707,38 +651,38 @@ Test(workflows, worker_tasks_need_registered_definitions)
 		     "\"taskDefinition\":{}}]}",
 		     400, "invalid_argument");
 	cr_assert(has_detail(e, "$.version", "must be at least 1"), "%s",
-		  last_body);
+		  e2e_last_body);
 	cr_assert(has_detail(e, "$.tasks[0]",
 			     "task definition x is not registered"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	cr_assert(has_detail(e, "$.tasks[1]",
 			     "task definition y is not registered"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	cr_assert(has_detail(e, "$.tasks[1].inputParameters",
 			     "refers to task ghost, which is not in this "
 			     "workflow"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	cr_assert(has_detail(e, "$.tasks[2].taskReferenceName",
 			     "first used at $.tasks[0]"),
-		  "%s", last_body);
-	cr_assert_eq(n_details(e), 5, "%s", last_body);
+		  "%s", e2e_last_body);
+	cr_assert_eq(n_details(e), 5, "%s", e2e_last_body);
 	json_decref(e);
 	assert_unchanged(before);
 	free(before);
 
 	/* An inline definition needs no registration. */
-	call_ok("POST", "/v1/ns/default/workflow-definitions",
-		"{\"name\":\"inline\",\"tasks\":[{\"name\":\"adhoc\","
-		"\"taskReferenceName\":\"a\",\"taskDefinition\":{"
-		"\"retryCount\":0}}]}",
-		201);
+	e2e_call_ok("POST", "/v1/ns/default/workflow-definitions",
+		    "{\"name\":\"inline\",\"tasks\":[{\"name\":\"adhoc\","
+		    "\"taskReferenceName\":\"a\",\"taskDefinition\":{"
+		    "\"retryCount\":0}}]}",
+		    201);
 	cr_assert_eq(count_of("TaskDefinitions"), 0);
 	stop();
 }
 
 Test(workflows, invalid_definitions_are_400_with_paths)
 {
-	start(NULL);
+	e2e_start(NULL);
 	register_task("default", "charge");
 	char *before = tables_digest();
 	const char *p = "/v1/ns/default/workflow-definitions";
@@ -794,7 +738,7 @@ Test(workflows, invalid_definitions_are_400_with_paths)
 
 Test(errors, bad_bodies)
 {
-	start(NULL);
+	e2e_start(NULL);
 	register_task("default", "keep");
 	char *before = tables_digest();
 	const char *paths[][2] = {
@@ -804,15 +748,15 @@ Test(errors, bad_bodies)
 	for (size_t i = 0; i < 2; i++) {
 		const char *m = paths[i][0], *p = paths[i][1];
 		json_t *e = error_of(m, p, "{\"name\":", 400, "bad_json");
-		cr_assert(strstr(str_at(e, "message"), "line 1"), "%s",
-			  last_body);
+		cr_assert(strstr(e2e_str_at(e, "message"), "line 1"), "%s",
+			  e2e_last_body);
 		json_decref(e);
 		expect_error(m, p, "{\"a\":1} x", 400, "bad_json");
 		expect_error(m, p, "[1,2]", 400, "invalid_argument");
 		expect_error(m, p, "\"s\"", 400, "invalid_argument");
 		/* An empty body is no definition. */
 		struct th_response r;
-		th_http(&srv, m, p, NULL, 0, &r);
+		th_http(e2e_server(), m, p, NULL, 0, &r);
 		cr_assert_eq(r.status, 400, "%s %s: %s", m, p, r.body);
 		th_response_free(&r);
 	}
@@ -823,7 +767,7 @@ Test(errors, bad_bodies)
 
 Test(errors, unknown_namespace_is_404)
 {
-	start(NULL);
+	e2e_start(NULL);
 	register_task("default", "charge");
 	char *before = tables_digest();
 	expect_error("PUT", "/v1/ns/nope/task-definitions/charge", "{}", 404,
@@ -862,13 +806,14 @@ Test(errors, unknown_namespace_is_404)
 
 Test(errors, bad_query_and_version)
 {
-	start(NULL);
+	e2e_start(NULL);
 	register_task("default", "charge");
 	char *before = tables_digest();
 	json_t *e = error_of(
 		"POST", "/v1/ns/default/workflow-definitions?overwrite=yes",
 		simple_wf, 400, "invalid_argument");
-	cr_assert(strstr(str_at(e, "message"), "overwrite"), "%s", last_body);
+	cr_assert(strstr(e2e_str_at(e, "message"), "overwrite"), "%s",
+		  e2e_last_body);
 	json_decref(e);
 	expect_error("GET", "/v1/ns/default/workflow-definitions?allVersions=1",
 		     NULL, 400, "invalid_argument");
@@ -895,7 +840,7 @@ Test(errors, bad_query_and_version)
 Test(errors, oversized_body_is_413)
 {
 	const char *flags[] = {"--max-body-bytes", "1024", NULL};
-	start(flags);
+	e2e_start(flags);
 	register_task("default", "charge");
 	char *before = tables_digest();
 	size_t n = 4096;
@@ -910,6 +855,6 @@ Test(errors, oversized_body_is_413)
 	assert_unchanged(before);
 	free(before);
 	/* A small one still goes through. */
-	call_ok("PUT", "/v1/ns/default/task-definitions/t", "{}", 201);
+	e2e_call_ok("PUT", "/v1/ns/default/task-definitions/t", "{}", 201);
 	stop();
 }

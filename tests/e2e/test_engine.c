@@ -36,7 +36,7 @@
  * messages.  Worker threads never assert: they count what they saw and
  * the test thread asserts on it.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <curl/curl.h>
@@ -53,170 +53,27 @@
 
 enum {
 	DECIDE_TIMEOUT_MS = 10000, /* a next task or status shows up by then */
-	LOG_SIZE = 32768,
 };
 
 /* ----------------------------------------------------- per-test fixtures */
 
-/* A server and the thread draining its output. */
-struct server_slot {
-	struct th_server s;
-	pthread_t drain;
-	bool draining;
-	pthread_mutex_t mu;
-	char log[LOG_SIZE];
-	size_t len;
-};
-
-static struct th_db db;
-static struct server_slot slots[2];
-static struct th_server *srv; /* the one the test thread talks to */
-static PGconn *sql;
-
-static void *
-drain_main(void *arg)
-{
-	struct server_slot *slot = arg;
-	char buf[4096];
-	for (;;) {
-		ssize_t n = read(slot->s.proc.out_fd, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		pthread_mutex_lock(&slot->mu);
-		if (slot->len + (size_t)n >= LOG_SIZE) { /* keep the tail */
-			size_t keep = LOG_SIZE / 2;
-			memmove(slot->log, slot->log + slot->len - keep, keep);
-			slot->len = keep;
-		}
-		if ((size_t)n < LOG_SIZE - 1 - slot->len) {
-			memcpy(slot->log + slot->len, buf, (size_t)n);
-			slot->len += (size_t)n;
-		}
-		slot->log[slot->len] = '\0';
-		pthread_mutex_unlock(&slot->mu);
-	}
-	return NULL;
-}
-
-static void
-slot_start(struct server_slot *slot, const char *const *flags)
-{
-	th_server_start(&slot->s, db.url, flags);
-	pthread_mutex_init(&slot->mu, NULL);
-	slot->len = 0;
-	slot->log[0] = '\0';
-	cr_assert(pthread_create(&slot->drain, NULL, drain_main, slot) == 0);
-	slot->draining = true;
-}
-
-/* SIGKILL and reap; the drain thread then meets EOF. */
-static int
-slot_kill(struct server_slot *slot)
-{
-	int status = 0;
-	if (slot->s.proc.pid > 0) {
-		kill(slot->s.proc.pid, SIGKILL);
-		waitpid(slot->s.proc.pid, &status, 0);
-		slot->s.proc.pid = 0;
-	}
-	if (slot->draining) {
-		pthread_join(slot->drain, NULL);
-		slot->draining = false;
-		close(slot->s.proc.out_fd);
-	}
-	return status;
-}
-
-static void
-cleanup(void)
-{
-	if (sql) {
-		PQfinish(sql);
-		sql = NULL;
-	}
-	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
-		slot_kill(&slots[i]);
-	th_db_drop(&db);
-}
-
-TestSuite(lifecycle, .fini = cleanup);
-TestSuite(retries, .fini = cleanup);
-TestSuite(workers, .fini = cleanup);
-TestSuite(idempotency, .fini = cleanup);
-TestSuite(listing, .fini = cleanup);
-TestSuite(leases, .fini = cleanup);
-TestSuite(errors, .fini = cleanup);
-TestSuite(crash, .fini = cleanup);
-
-static void
-start(void)
-{
-	th_db_clone(&db);
-	slot_start(&slots[0], NULL);
-	srv = &slots[0].s;
-	sql = th_connect(db.url);
-}
+TestSuite(lifecycle, .fini = e2e_stop);
+TestSuite(retries, .fini = e2e_stop);
+TestSuite(workers, .fini = e2e_stop);
+TestSuite(idempotency, .fini = e2e_stop);
+TestSuite(listing, .fini = e2e_stop);
+TestSuite(leases, .fini = e2e_stop);
+TestSuite(errors, .fini = e2e_stop);
+TestSuite(crash, .fini = e2e_stop);
 
 /* ---------------------------------------------------------- HTTP helpers */
-
-static char last_body[16384];
-
-/* Sends a request and checks its status; returns the parsed JSON body
- * (NULL for an empty one). */
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(srv, method, path, body, body ? strlen(body) : 0, &r);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = NULL;
-	if (r.body_len) {
-		cr_assert(strncmp(r.content_type, "application/json", 16) == 0,
-			  "%s %s: Content-Type %s", method, path,
-			  r.content_type);
-		json_error_t je;
-		v = json_loadb(r.body, r.body_len, 0, &je);
-		cr_assert_not_null(v, "%s %s: body is not JSON: %s", method,
-				   path, r.body);
-	}
-	th_response_free(&r);
-	return v;
-}
-
-static void
-call_ok(const char *method, const char *path, const char *body, long status)
-{
-	json_decref(call(method, path, body, status));
-}
-
-/* call() with a body packed by json_pack. */
-static json_t *
-callj(const char *method, const char *path, long status, json_t *body)
-{
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	json_t *v = call(method, path, text, status);
-	free(text);
-	return v;
-}
-
-static const char *
-str_at(const json_t *obj, const char *key)
-{
-	const json_t *v = json_object_get(obj, key);
-	cr_assert(json_is_string(v), "\"%s\" is not a string: %s", key,
-		  last_body);
-	return json_string_value(v);
-}
 
 static long long
 int_at(const json_t *obj, const char *key)
 {
 	const json_t *v = json_object_get(obj, key);
 	cr_assert(json_is_integer(v), "\"%s\" is not an integer: %s", key,
-		  last_body);
+		  e2e_last_body);
 	return json_integer_value(v);
 }
 
@@ -230,7 +87,7 @@ static json_t *
 error_of(const char *method, const char *path, const char *body, long status,
 	 const char *code)
 {
-	json_t *v = call(method, path, body, status);
+	json_t *v = e2e_call(method, path, body, status);
 	if (unchanged_digest) {
 		char *now = engine_digest();
 		cr_assert_str_eq(now, unchanged_digest,
@@ -241,11 +98,11 @@ error_of(const char *method, const char *path, const char *body, long status,
 	cr_assert_not_null(v, "%s %s: an error needs a body", method, path);
 	json_t *e = json_object_get(v, "error");
 	cr_assert(json_is_object(e), "%s %s: no error object: %s", method, path,
-		  last_body);
+		  e2e_last_body);
 	if (code)
-		cr_assert_str_eq(str_at(e, "code"), code, "%s %s: %s", method,
-				 path, last_body);
-	cr_assert_gt(strlen(str_at(e, "message")), 0);
+		cr_assert_str_eq(e2e_str_at(e, "code"), code, "%s %s: %s",
+				 method, path, e2e_last_body);
+	cr_assert_gt(strlen(e2e_str_at(e, "message")), 0);
 	json_incref(e);
 	json_decref(v);
 	return e;
@@ -281,25 +138,25 @@ expect_invalid(const char *method, const char *path, const char *body,
 	json_t *e = error_of(method, path, body, 400, "invalid_argument");
 	for (size_t i = 0; at && at[i]; i++)
 		cr_assert(has_detail(e, at[i]), "%s %s: no detail at %s: %s",
-			  method, path, at[i], last_body);
+			  method, path, at[i], e2e_last_body);
 	json_decref(e);
 }
 
 /* ------------------------------------------------------- engine helpers */
 
-#define NS "/v1/ns/default"
+#define NS E2E_NS
 
 static void
 put_task_def(const char *name, int retry_count, int response_timeout)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/task-definitions/%s", name);
-	json_t *v =
-		callj("PUT", path, 201,
-		      json_pack("{s:s,s:i,s:s,s:i,s:i}", "name", name,
-				"retryCount", retry_count, "retryLogic",
-				"FIXED", "retryDelaySeconds", 0,
-				"responseTimeoutSeconds", response_timeout));
+	json_t *v = e2e_callj("PUT", path, 201,
+			      json_pack("{s:s,s:i,s:s,s:i,s:i}", "name", name,
+					"retryCount", retry_count, "retryLogic",
+					"FIXED", "retryDelaySeconds", 0,
+					"responseTimeoutSeconds",
+					response_timeout));
 	json_decref(v);
 }
 
@@ -307,31 +164,13 @@ put_task_def(const char *name, int retry_count, int response_timeout)
 static void
 put_one_task_workflow(const char *name, const char *task_name)
 {
-	json_t *v =
-		callj("POST", NS "/workflow-definitions", 201,
-		      json_pack("{s:s,s:i,s:[{s:s,s:s,s:s,s:{s:s}}]}", "name",
-				name, "version", 1, "tasks", "name", task_name,
-				"taskReferenceName", "only", "type", "SIMPLE",
-				"inputParameters", "n", "${workflow.input.n}"));
+	json_t *v = e2e_callj(
+		"POST", NS "/workflow-definitions", 201,
+		json_pack("{s:s,s:i,s:[{s:s,s:s,s:s,s:{s:s}}]}", "name", name,
+			  "version", 1, "tasks", "name", task_name,
+			  "taskReferenceName", "only", "type", "SIMPLE",
+			  "inputParameters", "n", "${workflow.input.n}"));
 	json_decref(v);
-}
-
-/* Starts a workflow; returns its id (static buffer of the caller). */
-static void
-start_workflow(const char *name, json_t *input, char id[37])
-{
-	json_t *v = callj("POST", NS "/workflows", 201,
-			  json_pack("{s:s,s:o}", "name", name, "input", input));
-	snprintf(id, 37, "%s", str_at(v, "id"));
-	json_decref(v);
-}
-
-static json_t *
-get_workflow(const char *id)
-{
-	char path[256];
-	snprintf(path, sizeof(path), NS "/workflows/%s", id);
-	return call("GET", path, NULL, 200);
 }
 
 struct poll_probe {
@@ -347,11 +186,11 @@ polled_something(void *arg)
 	struct poll_probe *p = arg;
 	char path[256];
 	snprintf(path, sizeof(path), NS "/queues/%s/poll", p->queue);
-	json_t *v = callj("POST", path, 200,
-			  json_pack("{s:s,s:i}", "workerId", p->worker, "count",
-				    p->count));
+	json_t *v = e2e_callj("POST", path, 200,
+			      json_pack("{s:s,s:i}", "workerId", p->worker,
+					"count", p->count));
 	json_t *tasks = json_object_get(v, "tasks");
-	cr_assert(json_is_array(tasks), "poll: %s", last_body);
+	cr_assert(json_is_array(tasks), "poll: %s", e2e_last_body);
 	if (json_array_size(tasks) == 0) {
 		json_decref(v);
 		return false;
@@ -396,9 +235,9 @@ task_op(const char *op, const char *queue, const char *task_id, json_t *body,
 	char *text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	struct th_response r;
-	th_http(srv, "POST", path, text, strlen(text), &r);
+	th_http(e2e_server(), "POST", path, text, strlen(text), &r);
 	free(text);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	snprintf(e2e_last_body, sizeof(e2e_last_body), "%s", r.body);
 	long status = r.status;
 	json_t *v = json_loadb(r.body, r.body_len, 0, NULL);
 	cr_assert_not_null(v, "%s: body is not JSON: %s", path, r.body);
@@ -430,32 +269,6 @@ fail(const char *queue, const char *task_id, const char *worker,
 		       NULL);
 }
 
-struct status_probe {
-	const char *id;
-	const char *want;
-	char seen[32];
-};
-
-static bool
-reached_status(void *arg)
-{
-	struct status_probe *p = arg;
-	json_t *v = get_workflow(p->id);
-	snprintf(p->seen, sizeof(p->seen), "%s", str_at(v, "status"));
-	json_decref(v);
-	return strcmp(p->seen, p->want) == 0;
-}
-
-/* Waits for the workflow's status; returns it (with tasks). */
-static json_t *
-wait_status(const char *id, const char *status)
-{
-	struct status_probe p = {id, status, ""};
-	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, reached_status, &p),
-		  "workflow %s stayed %s, wanted %s", id, p.seen, status);
-	return get_workflow(id);
-}
-
 /* The tasks of a workflow document with refName ref, in order. */
 static size_t
 tasks_of(const json_t *wf, const char *ref, const json_t *out[], size_t max)
@@ -478,23 +291,23 @@ history(const char *id, const char *first, const char *last)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/events", id);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	json_t *events = json_incref(json_object_get(v, "events"));
 	json_decref(v);
 	cr_assert(json_is_array(events) && json_array_size(events) >= 2, "%s",
-		  last_body);
+		  e2e_last_body);
 	size_t i;
 	json_t *ev;
 	json_array_foreach (events, i, ev) {
 		cr_assert_eq(int_at(ev, "seq"), (long long)i + 1,
 			     "event %zu has seq %lld: %s", i, int_at(ev, "seq"),
-			     last_body);
+			     e2e_last_body);
 	}
 	size_t n = json_array_size(events);
-	cr_assert_str_eq(str_at(json_array_get(events, 0), "type"), first, "%s",
-			 last_body);
-	cr_assert_str_eq(str_at(json_array_get(events, n - 1), "type"), last,
-			 "%s", last_body);
+	cr_assert_str_eq(e2e_str_at(json_array_get(events, 0), "type"), first,
+			 "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(json_array_get(events, n - 1), "type"),
+			 last, "%s", e2e_last_body);
 	return events;
 }
 
@@ -509,13 +322,6 @@ count_type(const json_t *events, const char *type)
 			n++;
 	}
 	return n;
-}
-
-static long long
-sql_int(const char *q, const char *param)
-{
-	const char *params[] = {param};
-	return th_int(sql, q, param ? 1 : 0, param ? params : NULL);
 }
 
 static bool
@@ -545,19 +351,19 @@ static const char seq3_wf[] =
 
 Test(lifecycle, three_sequential_tasks_with_expressions)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("step", 0, 60);
-	call_ok("POST", NS "/workflow-definitions", seq3_wf, 201);
+	e2e_call_ok("POST", NS "/workflow-definitions", seq3_wf, 201);
 	char id[37];
-	start_workflow("seq3", json_pack("{s:i,s:s}", "x", 1, "label", "L"),
-		       id);
+	e2e_start_workflow("seq3", json_pack("{s:i,s:s}", "x", 1, "label", "L"),
+			   id);
 
 	/* The worker: a → y = x + 1, b → z = y * 10, c → r = text. */
 	const char *refs[] = {"a", "b", "c"};
 	for (int i = 0; i < 3; i++) {
 		json_t *t = poll_one("step", "w1", DECIDE_TIMEOUT_MS);
-		cr_assert_str_eq(str_at(t, "workflowId"), id);
-		cr_assert_str_eq(str_at(t, "refName"), refs[i]);
+		cr_assert_str_eq(e2e_str_at(t, "workflowId"), id);
+		cr_assert_str_eq(e2e_str_at(t, "refName"), refs[i]);
 		cr_assert_eq(int_at(t, "attempt"), 0);
 		json_t *in = json_object_get(t, "input");
 		json_t *out;
@@ -566,40 +372,41 @@ Test(lifecycle, three_sequential_tasks_with_expressions)
 		else if (i == 1)
 			out = json_pack("{s:I}", "z", int_at(in, "y") * 10);
 		else
-			out = json_pack("{s:s}", "r", str_at(in, "text"));
+			out = json_pack("{s:s}", "r", e2e_str_at(in, "text"));
 		/* Nothing else is pollable while this one runs. */
 		cr_assert_eq(poll_count("step", "w2"), 0);
-		cr_assert_eq(complete("step", str_at(t, "id"), "w1", out), 200,
-			     "%s", last_body);
+		cr_assert_eq(complete("step", e2e_str_at(t, "id"), "w1", out),
+			     200, "%s", e2e_last_body);
 		json_decref(t);
 	}
 
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS);
 	cr_assert(json_eq_text(json_object_get(wf, "output"),
 			       "{\"result\":\"z is 20\",\"fromA\":2,"
 			       "\"label\":\"L\"}"),
-		  "output: %s", last_body);
-	cr_assert_str_eq(str_at(wf, "name"), "seq3");
+		  "output: %s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(wf, "name"), "seq3");
 	cr_assert(json_is_string(json_object_get(wf, "endedAt")), "%s",
-		  last_body);
+		  e2e_last_body);
 	cr_assert_eq(json_array_size(json_object_get(wf, "tasks")), 3, "%s",
-		     last_body);
+		     e2e_last_body);
 	const char *inputs[] = {"{\"x\":1}", "{\"y\":2,\"label\":\"L\"}",
 				"{\"z\":20,\"text\":\"z is 20\"}"};
 	const char *outputs[] = {"{\"y\":2}", "{\"z\":20}",
 				 "{\"r\":\"z is 20\"}"};
 	for (int i = 0; i < 3; i++) {
 		const json_t *t[4];
-		cr_assert_eq(tasks_of(wf, refs[i], t, 4), 1, "%s", last_body);
-		cr_assert_str_eq(str_at(t[0], "status"), "COMPLETED");
-		cr_assert_str_eq(str_at(t[0], "workerId"), "w1");
-		cr_assert_str_eq(str_at(t[0], "taskDefName"), "step");
+		cr_assert_eq(tasks_of(wf, refs[i], t, 4), 1, "%s",
+			     e2e_last_body);
+		cr_assert_str_eq(e2e_str_at(t[0], "status"), "COMPLETED");
+		cr_assert_str_eq(e2e_str_at(t[0], "workerId"), "w1");
+		cr_assert_str_eq(e2e_str_at(t[0], "taskDefName"), "step");
 		cr_assert(
 			json_eq_text(json_object_get(t[0], "input"), inputs[i]),
-			"input of %s: %s", refs[i], last_body);
+			"input of %s: %s", refs[i], e2e_last_body);
 		cr_assert(json_eq_text(json_object_get(t[0], "output"),
 				       outputs[i]),
-			  "output of %s: %s", refs[i], last_body);
+			  "output of %s: %s", refs[i], e2e_last_body);
 	}
 	json_decref(wf);
 
@@ -612,121 +419,129 @@ Test(lifecycle, three_sequential_tasks_with_expressions)
 
 	/* The queue is empty, nothing is left to evaluate, and the counter
 	 * matches the history. */
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL), 0);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\""
-			     " WHERE \"workflowId\" = $1::uuid",
-			     id),
-		     sql_int("SELECT \"eventSeq\" FROM \"WorkflowExecutions\""
-			     " WHERE \"id\" = $1::uuid",
-			     id));
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL),
+		     0);
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+			    " WHERE \"workflowId\" = $1::uuid",
+			    id),
+		e2e_sql_int("SELECT \"eventSeq\" FROM \"WorkflowExecutions\""
+			    " WHERE \"id\" = $1::uuid",
+			    id));
 }
 
 /* ============================================================== retries */
 
 Test(retries, failed_attempts_are_retried_as_new_attempts)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("flaky", 2, 60);
 	put_one_task_workflow("retry2", "flaky");
 	char id[37];
-	start_workflow("retry2", json_pack("{s:i}", "n", 7), id);
+	e2e_start_workflow("retry2", json_pack("{s:i}", "n", 7), id);
 
 	for (int attempt = 0; attempt < 3; attempt++) {
 		json_t *t = poll_one("flaky", "w1", DECIDE_TIMEOUT_MS);
 		cr_assert_eq(int_at(t, "attempt"), attempt);
 		cr_assert(
 			json_eq_text(json_object_get(t, "input"), "{\"n\":7}"),
-			"retry input: %s", last_body);
+			"retry input: %s", e2e_last_body);
 		if (attempt < 2) {
 			char reason[32];
 			snprintf(reason, sizeof(reason), "boom %d", attempt);
-			cr_assert_eq(fail("flaky", str_at(t, "id"), "w1",
+			cr_assert_eq(fail("flaky", e2e_str_at(t, "id"), "w1",
 					  reason, false),
-				     200, "%s", last_body);
+				     200, "%s", e2e_last_body);
 		} else {
-			cr_assert_eq(complete("flaky", str_at(t, "id"), "w1",
+			cr_assert_eq(complete("flaky", e2e_str_at(t, "id"),
+					      "w1",
 					      json_pack("{s:b}", "ok", 1)),
-				     200, "%s", last_body);
+				     200, "%s", e2e_last_body);
 		}
 		json_decref(t);
 	}
 
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS);
 	const json_t *t[8];
-	cr_assert_eq(tasks_of(wf, "only", t, 8), 3, "%s", last_body);
+	cr_assert_eq(tasks_of(wf, "only", t, 8), 3, "%s", e2e_last_body);
 	const char *want[] = {"FAILED", "FAILED", "COMPLETED"};
 	for (int i = 0; i < 3; i++) {
-		cr_assert_eq(int_at(t[i], "attempt"), i, "%s", last_body);
-		cr_assert_str_eq(str_at(t[i], "status"), want[i]);
+		cr_assert_eq(int_at(t[i], "attempt"), i, "%s", e2e_last_body);
+		cr_assert_str_eq(e2e_str_at(t[i], "status"), want[i]);
 	}
-	cr_assert_str_eq(str_at(t[0], "reason"), "boom 0");
-	cr_assert_str_eq(str_at(t[1], "reason"), "boom 1");
-	cr_assert_str_neq(str_at(t[0], "id"), str_at(t[1], "id"));
+	cr_assert_str_eq(e2e_str_at(t[0], "reason"), "boom 0");
+	cr_assert_str_eq(e2e_str_at(t[1], "reason"), "boom 1");
+	cr_assert_str_neq(e2e_str_at(t[0], "id"), e2e_str_at(t[1], "id"));
 	cr_assert(json_eq_text(json_object_get(wf, "output"), "{\"ok\":true}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(wf);
 
 	json_t *events = history(id, "WORKFLOW_STARTED", "WORKFLOW_COMPLETED");
 	cr_assert_eq(count_type(events, "TASK_FAILED"), 2);
 	cr_assert_eq(count_type(events, "TASK_SCHEDULED"), 3);
 	json_decref(events);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
-			     " WHERE \"workflowId\" = $1::uuid",
-			     id),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"workflowId\" = $1::uuid",
+				 id),
 		     3);
 }
 
 Test(retries, exhausted_retries_fail_the_workflow_naming_the_task)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("flaky1", 1, 60);
 	put_one_task_workflow("retry1", "flaky1");
 	char id[37];
-	start_workflow("retry1", json_object(), id);
+	e2e_start_workflow("retry1", json_object(), id);
 
 	for (int attempt = 0; attempt < 2; attempt++) {
 		json_t *t = poll_one("flaky1", "w1", DECIDE_TIMEOUT_MS);
 		cr_assert_eq(int_at(t, "attempt"), attempt);
-		cr_assert_eq(fail("flaky1", str_at(t, "id"), "w1",
+		cr_assert_eq(fail("flaky1", e2e_str_at(t, "id"), "w1",
 				  "dependency down", false),
-			     200, "%s", last_body);
+			     200, "%s", e2e_last_body);
 		json_decref(t);
 	}
-	json_t *wf = wait_status(id, "FAILED");
-	const char *reason = str_at(wf, "reason");
+	json_t *wf = e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS);
+	const char *reason = e2e_str_at(wf, "reason");
 	cr_assert(strstr(reason, "only"), "the reason names the task: %s",
 		  reason);
 	cr_assert(strstr(reason, "dependency down"), "%s", reason);
 	const json_t *t[8];
-	cr_assert_eq(tasks_of(wf, "only", t, 8), 2, "%s", last_body);
-	cr_assert_str_eq(str_at(t[0], "status"), "FAILED");
-	cr_assert_str_eq(str_at(t[1], "status"), "FAILED");
+	cr_assert_eq(tasks_of(wf, "only", t, 8), 2, "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(t[0], "status"), "FAILED");
+	cr_assert_str_eq(e2e_str_at(t[1], "status"), "FAILED");
 	json_decref(wf);
 	json_decref(history(id, "WORKFLOW_STARTED", "WORKFLOW_FAILED"));
 	/* No third attempt is ever offered. */
 	cr_assert_eq(poll_count("flaky1", "w1"), 0);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL), 0);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"DecideQueues\"", NULL), 0);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL),
+		     0);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"DecideQueues\"", NULL),
+		     0);
 }
 
 Test(retries, a_terminal_failure_is_not_retried)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("fatal", 5, 60);
 	put_one_task_workflow("term", "fatal");
 	char id[37];
-	start_workflow("term", json_object(), id);
+	e2e_start_workflow("term", json_object(), id);
 
 	json_t *t = poll_one("fatal", "w1", DECIDE_TIMEOUT_MS);
-	cr_assert_eq(fail("fatal", str_at(t, "id"), "w1", "bad request", true),
-		     200, "%s", last_body);
+	cr_assert_eq(
+		fail("fatal", e2e_str_at(t, "id"), "w1", "bad request", true),
+		200, "%s", e2e_last_body);
 	json_decref(t);
-	json_t *wf = wait_status(id, "FAILED");
-	cr_assert(strstr(str_at(wf, "reason"), "only"), "%s", last_body);
-	cr_assert(strstr(str_at(wf, "reason"), "bad request"), "%s", last_body);
+	json_t *wf = e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS);
+	cr_assert(strstr(e2e_str_at(wf, "reason"), "only"), "%s",
+		  e2e_last_body);
+	cr_assert(strstr(e2e_str_at(wf, "reason"), "bad request"), "%s",
+		  e2e_last_body);
 	const json_t *rows[8];
-	cr_assert_eq(tasks_of(wf, "only", rows, 8), 1, "%s", last_body);
-	cr_assert_str_eq(str_at(rows[0], "status"),
+	cr_assert_eq(tasks_of(wf, "only", rows, 8), 1, "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(rows[0], "status"),
 			 "FAILED_WITH_TERMINAL_ERROR");
 	json_decref(wf);
 	cr_assert_eq(poll_count("fatal", "w1"), 0);
@@ -942,7 +757,7 @@ crowd_start(struct crowd *c, struct worker *ws, int n, const char *queue,
 	c->count = count;
 	pthread_mutex_init(&c->mu, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	set_base(srv);
+	set_base(e2e_server());
 	for (int i = 0; i < n; i++) {
 		ws[i].crowd = c;
 		ws[i].got = 0;
@@ -991,14 +806,14 @@ static bool
 sql_reaches(void *arg)
 {
 	struct sql_probe *p = arg;
-	p->seen = sql_int(p->query, NULL);
+	p->seen = e2e_sql_int(p->query, NULL);
 	return p->seen >= p->want;
 }
 
 Test(workers, eight_competing_workers_never_share_a_task)
 {
 	enum { N_WF = 200, N_WORKERS = 8 };
-	start();
+	e2e_start(NULL);
 	put_task_def("job", 0, 300);
 	put_one_task_workflow("jobs", "job");
 
@@ -1007,7 +822,7 @@ Test(workers, eight_competing_workers_never_share_a_task)
 	crowd_start(&c, ws, N_WORKERS, "job", 5);
 	for (int i = 0; i < N_WF; i++) {
 		char id[37];
-		start_workflow("jobs", json_pack("{s:i}", "n", i), id);
+		e2e_start_workflow("jobs", json_pack("{s:i}", "n", i), id);
 	}
 	struct sql_probe done = {"SELECT count(*) FROM \"WorkflowExecutions\""
 				 " WHERE \"status\" = 'COMPLETED'",
@@ -1025,36 +840,37 @@ Test(workers, eight_competing_workers_never_share_a_task)
 	cr_assert_eq(atomic_load(&c.conflicts), 0);
 	cr_assert_eq(atomic_load(&c.unexpected), 0, "%s", c.first_unexpected);
 	cr_assert_eq(atomic_load(&c.transport), 0);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\"",
+				 NULL),
+		     N_WF);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"status\" = 'COMPLETED'",
+				 NULL),
+		     N_WF);
 	cr_assert_eq(
-		sql_int("SELECT count(*) FROM \"WorkflowExecutions\"", NULL),
+		e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\"", NULL),
 		N_WF);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
-			     " WHERE \"status\" = 'COMPLETED'",
-			     NULL),
-		     N_WF);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\"", NULL),
-		     N_WF);
 	/* Each task went to the worker that completed it. */
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
-			     " WHERE \"output\"->>'by' IS DISTINCT FROM"
-			     " \"workerId\" OR \"pollCount\" <> 1",
-			     NULL),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"output\"->>'by' IS DISTINCT FROM"
+				 " \"workerId\" OR \"pollCount\" <> 1",
+				 NULL),
 		     0);
 	free(c.handed);
 }
 
 Test(workers, higher_priority_is_handed_out_first)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("pq", 0, 60);
 	put_one_task_workflow("pw", "pq");
 	const int prios[] = {0, 99, 50, 7};
 	char ids[4][37];
 	for (int i = 0; i < 4; i++) {
-		json_t *v = callj("POST", NS "/workflows", 201,
-				  json_pack("{s:s,s:i}", "name", "pw",
-					    "priority", prios[i]));
-		snprintf(ids[i], sizeof(ids[i]), "%s", str_at(v, "id"));
+		json_t *v = e2e_callj("POST", NS "/workflows", 201,
+				      json_pack("{s:s,s:i}", "name", "pw",
+						"priority", prios[i]));
+		snprintf(ids[i], sizeof(ids[i]), "%s", e2e_str_at(v, "id"));
 		json_decref(v);
 	}
 	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 4, 0};
@@ -1062,7 +878,7 @@ Test(workers, higher_priority_is_handed_out_first)
 	const int order[] = {1, 2, 3, 0}; /* 99, 50, 7, 0 */
 	for (int i = 0; i < 4; i++) {
 		json_t *t = poll_one("pq", "w", DECIDE_TIMEOUT_MS);
-		cr_assert_str_eq(str_at(t, "workflowId"), ids[order[i]],
+		cr_assert_str_eq(e2e_str_at(t, "workflowId"), ids[order[i]],
 				 "poll %d did not hand out priority %d", i,
 				 prios[order[i]]);
 		json_decref(t);
@@ -1105,7 +921,7 @@ start_together(struct starter *ss, int n, const char *body)
 	pthread_barrier_t barrier;
 	pthread_barrier_init(&barrier, NULL, (unsigned)n);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	set_base(srv);
+	set_base(e2e_server());
 	for (int i = 0; i < n; i++) {
 		ss[i] = (struct starter){.barrier = &barrier, .body = body};
 		cr_assert(pthread_create(&ss[i].t, NULL, starter_main,
@@ -1119,7 +935,7 @@ start_together(struct starter *ss, int n, const char *body)
 Test(idempotency, twenty_concurrent_starts_make_one_execution)
 {
 	enum { N = 20 };
-	start();
+	e2e_start(NULL);
 	put_task_def("once", 0, 60);
 	put_one_task_workflow("idem", "once");
 
@@ -1147,13 +963,13 @@ Test(idempotency, twenty_concurrent_starts_make_one_execution)
 	cr_assert_eq(created, 1, "%d starts created an execution", created);
 	char id_r[37];
 	snprintf(id_r, sizeof(id_r), "%s", ss[0].id);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
-			     " WHERE \"idempotencyKey\" = $1",
-			     "key-R"),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+				 " WHERE \"idempotencyKey\" = $1",
+				 "key-R"),
 		     1);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"IdempotencyKeys\""
-			     " WHERE \"key\" = $1",
-			     "key-R"),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"IdempotencyKeys\""
+				 " WHERE \"key\" = $1",
+				 "key-R"),
 		     1);
 
 	start_together(ss, N,
@@ -1172,28 +988,28 @@ Test(idempotency, twenty_concurrent_starts_make_one_execution)
 	}
 	cr_assert_eq(created, 1);
 	cr_assert_eq(conflicts, N - 1);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
-			     " WHERE \"idempotencyKey\" = $1",
-			     "key-F"),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+				 " WHERE \"idempotencyKey\" = $1",
+				 "key-F"),
 		     1);
-	cr_assert_eq(
-		sql_int("SELECT count(*) FROM \"WorkflowExecutions\"", NULL),
-		2);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\"",
+				 NULL),
+		     2);
 
 	/* A later repeat of either: the same answers, nothing new. */
-	json_t *v = call("POST", NS "/workflows",
-			 "{\"name\":\"idem\",\"idempotencyKey\":\"key-R\","
-			 "\"idempotencyStrategy\":\"RETURN_EXISTING\"}",
-			 200);
-	cr_assert_str_eq(str_at(v, "id"), id_r);
+	json_t *v = e2e_call("POST", NS "/workflows",
+			     "{\"name\":\"idem\",\"idempotencyKey\":\"key-R\","
+			     "\"idempotencyStrategy\":\"RETURN_EXISTING\"}",
+			     200);
+	cr_assert_str_eq(e2e_str_at(v, "id"), id_r);
 	cr_assert(json_is_true(json_object_get(v, "existing")));
 	json_decref(v);
 	expect_error("POST", NS "/workflows",
 		     "{\"name\":\"idem\",\"idempotencyKey\":\"key-F\"}", 409,
 		     "conflict");
-	cr_assert_eq(
-		sql_int("SELECT count(*) FROM \"WorkflowExecutions\"", NULL),
-		2);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\"",
+				 NULL),
+		     2);
 }
 
 /* ============================================================== listing */
@@ -1205,7 +1021,7 @@ Test(idempotency, twenty_concurrent_starts_make_one_execution)
 static void
 insert_same_millisecond(void)
 {
-	th_exec(sql,
+	th_exec(e2e_sql(),
 		"WITH b AS (SELECT date_trunc('milliseconds', now())"
 		"   - interval '1 minute' AS t),"
 		" o AS (SELECT * FROM unnest(ARRAY[0,0,0,100,200,300,300,400,"
@@ -1227,7 +1043,7 @@ insert_same_millisecond(void)
 static void
 page_through(const char *query, int limit, const char *want_sql)
 {
-	PGresult *want = th_query(sql, want_sql, 0, NULL);
+	PGresult *want = th_query(e2e_sql(), want_sql, 0, NULL);
 	int n = PQntuples(want);
 	cr_assert_gt(n, 0);
 	char *cursor = NULL;
@@ -1236,16 +1052,17 @@ page_through(const char *query, int limit, const char *want_sql)
 		char path[1024];
 		snprintf(path, sizeof(path), "%s&limit=%d%s%s", query, limit,
 			 cursor ? "&cursor=" : "", cursor ? cursor : "");
-		json_t *v = call("GET", path, NULL, 200);
+		json_t *v = e2e_call("GET", path, NULL, 200);
 		json_t *items = json_object_get(v, "items");
-		cr_assert(json_is_array(items), "%s", last_body);
+		cr_assert(json_is_array(items), "%s", e2e_last_body);
 		size_t k = json_array_size(items);
 		cr_assert_leq(k, (size_t)limit);
 		pages++;
 		cr_assert_leq(pages, n + 1, "paging does not end: %s",
-			      last_body);
+			      e2e_last_body);
 		for (size_t i = 0; i < k; i++) {
-			const char *id = str_at(json_array_get(items, i), "id");
+			const char *id =
+				e2e_str_at(json_array_get(items, i), "id");
 			cr_assert_lt(seen, n, "more rows than %d: %s", n, id);
 			cr_assert_str_eq(id, PQgetvalue(want, seen, 0),
 					 "row %d of %s (limit %d)", seen, query,
@@ -1259,7 +1076,7 @@ page_through(const char *query, int limit, const char *want_sql)
 			json_decref(v);
 			break;
 		}
-		cr_assert(json_is_string(next), "%s", last_body);
+		cr_assert(json_is_string(next), "%s", e2e_last_body);
 		cr_assert_eq(k, (size_t)limit,
 			     "a short page with a next cursor");
 		cursor = strdup(json_string_value(next));
@@ -1272,17 +1089,18 @@ page_through(const char *query, int limit, const char *want_sql)
 
 Test(listing, rows_sharing_a_millisecond_are_each_paged_once)
 {
-	start();
+	e2e_start(NULL);
 	insert_same_millisecond();
 	/* The setup is what the trap needs: one millisecond, some instants
 	 * shared exactly. */
-	cr_assert_eq(sql_int("SELECT count(DISTINCT date_trunc('milliseconds',"
-			     " \"startedAt\")) FROM \"WorkflowExecutions\"",
-			     NULL),
-		     1);
-	cr_assert_eq(sql_int("SELECT count(DISTINCT \"startedAt\")"
-			     " FROM \"WorkflowExecutions\"",
-			     NULL),
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(DISTINCT date_trunc('milliseconds',"
+			    " \"startedAt\")) FROM \"WorkflowExecutions\"",
+			    NULL),
+		1);
+	cr_assert_eq(e2e_sql_int("SELECT count(DISTINCT \"startedAt\")"
+				 " FROM \"WorkflowExecutions\"",
+				 NULL),
 		     9);
 
 	const char *all = "SELECT \"id\"::text FROM \"WorkflowExecutions\""
@@ -1310,7 +1128,7 @@ Test(listing, rows_sharing_a_millisecond_are_each_paged_once)
 		     " ORDER BY \"startedAt\" DESC, \"id\" DESC");
 
 	/* Nothing matches: an empty page, no cursor. */
-	json_t *v = call("GET", NS "/workflows?name=nothing", NULL, 200);
+	json_t *v = e2e_call("GET", NS "/workflows?name=nothing", NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(v, "items")), 0);
 	cr_assert(json_is_null(json_object_get(v, "nextCursor")));
 	json_decref(v);
@@ -1318,13 +1136,13 @@ Test(listing, rows_sharing_a_millisecond_are_each_paged_once)
 
 Test(listing, limit_and_cursor_are_validated)
 {
-	start();
+	e2e_start(NULL);
 	insert_same_millisecond();
-	json_t *v = call("GET", NS "/workflows?limit=5", NULL, 200);
-	const char *good = str_at(v, "nextCursor");
+	json_t *v = e2e_call("GET", NS "/workflows?limit=5", NULL, 200);
+	const char *good = e2e_str_at(v, "nextCursor");
 	char path[512];
 	snprintf(path, sizeof(path), NS "/workflows?limit=5&cursor=%s", good);
-	call_ok("GET", path, NULL, 200);
+	e2e_call_ok("GET", path, NULL, 200);
 	/* The cursor with a character that is not base64url, truncated,
 	 * extended. */
 	char bad[256];
@@ -1367,7 +1185,7 @@ leased_task(const char *queue, int retries, int rts, const char *worker,
 {
 	put_task_def(queue, retries, rts);
 	put_one_task_workflow("lw", queue);
-	start_workflow("lw", json_pack("{s:i}", "n", 1), wf_id);
+	e2e_start_workflow("lw", json_pack("{s:i}", "n", 1), wf_id);
 	return poll_one(queue, worker, DECIDE_TIMEOUT_MS);
 }
 
@@ -1377,7 +1195,7 @@ task_state(const char *task_id)
 {
 	const char *params[] = {task_id};
 	return th_value(
-		sql,
+		e2e_sql(),
 		"SELECT (SELECT t::text FROM \"TaskExecutions\" t"
 		"  WHERE t.\"id\" = $1::uuid) || '|' || coalesce((SELECT"
 		"  q::text FROM \"TaskQueues\" q WHERE q.\"taskId\" = $1::uuid),"
@@ -1388,11 +1206,11 @@ task_state(const char *task_id)
 
 Test(leases, a_worker_without_the_lease_gets_409_and_changes_nothing)
 {
-	start();
+	e2e_start(NULL);
 	char wf[37];
 	json_t *t = leased_task("lq", 0, 60, "A", wf);
 	char tid[37];
-	snprintf(tid, sizeof(tid), "%s", str_at(t, "id"));
+	snprintf(tid, sizeof(tid), "%s", e2e_str_at(t, "id"));
 	json_decref(t);
 	char *before = task_state(tid);
 
@@ -1400,7 +1218,7 @@ Test(leases, a_worker_without_the_lease_gets_409_and_changes_nothing)
 	cr_assert_eq(task_op("complete", "lq", tid,
 			     json_pack("{s:s,s:{}}", "workerId", "B", "output"),
 			     &e),
-		     409, "%s", last_body);
+		     409, "%s", e2e_last_body);
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(e, "error"), "code")),
 			 "conflict");
@@ -1424,9 +1242,10 @@ Test(leases, a_worker_without_the_lease_gets_409_and_changes_nothing)
 		 "{\"results\":[{\"taskId\":\"%s\",\"workerId\":\"B\","
 		 "\"status\":\"COMPLETED\",\"output\":{}}]}",
 		 tid);
-	json_t *v = call("POST", NS "/queues/lq/results", body, 200);
+	json_t *v = e2e_call("POST", NS "/queues/lq/results", body, 200);
 	json_t *r0 = json_array_get(json_object_get(v, "results"), 0);
-	cr_assert(json_is_false(json_object_get(r0, "ok")), "%s", last_body);
+	cr_assert(json_is_false(json_object_get(r0, "ok")), "%s",
+		  e2e_last_body);
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(r0, "error"), "code")),
 			 "conflict");
@@ -1439,32 +1258,32 @@ Test(leases, a_worker_without_the_lease_gets_409_and_changes_nothing)
 	free(before);
 
 	cr_assert_eq(complete("lq", tid, "A", json_pack("{s:i}", "v", 1)), 200,
-		     "%s", last_body);
+		     "%s", e2e_last_body);
 	cr_assert_eq(complete("lq", tid, "A", json_pack("{s:i}", "v", 2)), 409);
 	cr_assert_eq(fail("lq", tid, "A", "late", false), 409);
-	json_t *w = wait_status(wf, "COMPLETED");
+	json_t *w = e2e_wait_status(wf, "COMPLETED", DECIDE_TIMEOUT_MS);
 	cr_assert(json_eq_text(json_object_get(w, "output"), "{\"v\":1}"), "%s",
-		  last_body);
+		  e2e_last_body);
 	json_decref(w);
 	json_decref(history(wf, "WORKFLOW_STARTED", "WORKFLOW_COMPLETED"));
 }
 
 Test(leases, batched_results_each_stand_alone)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("bq", 0, 60);
 	put_one_task_workflow("bw", "bq");
 	char ids[3][37];
 	for (int i = 0; i < 3; i++)
-		start_workflow("bw", json_pack("{s:i}", "n", i), ids[i]);
+		e2e_start_workflow("bw", json_pack("{s:i}", "n", i), ids[i]);
 	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 3, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued));
 	struct poll_probe p = {"bq", "A", 3, NULL};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, polled_something, &p));
-	cr_assert_eq(json_array_size(p.tasks), 3, "%s", last_body);
+	cr_assert_eq(json_array_size(p.tasks), 3, "%s", e2e_last_body);
 	const char *t[3];
 	for (int i = 0; i < 3; i++)
-		t[i] = str_at(json_array_get(p.tasks, i), "id");
+		t[i] = e2e_str_at(json_array_get(p.tasks, i), "id");
 	char body[2048];
 	snprintf(body, sizeof(body),
 		 "{\"results\":["
@@ -1475,32 +1294,33 @@ Test(leases, batched_results_each_stand_alone)
 		 "{\"taskId\":\"%s\",\"workerId\":\"A\",\"status\":"
 		 "\"FAILED_WITH_TERMINAL_ERROR\",\"reason\":\"no\"}]}",
 		 t[0], t[1], t[2]);
-	json_t *v = call("POST", NS "/queues/bq/results", body, 200);
+	json_t *v = e2e_call("POST", NS "/queues/bq/results", body, 200);
 	json_t *rs = json_object_get(v, "results");
-	cr_assert_eq(json_array_size(rs), 3, "%s", last_body);
+	cr_assert_eq(json_array_size(rs), 3, "%s", e2e_last_body);
 	const bool ok[] = {true, false, true};
 	for (int i = 0; i < 3; i++) {
 		json_t *r = json_array_get(rs, (size_t)i);
-		cr_assert_str_eq(str_at(r, "taskId"), t[i]);
+		cr_assert_str_eq(e2e_str_at(r, "taskId"), t[i]);
 		cr_assert_eq(json_is_true(json_object_get(r, "ok")), ok[i],
-			     "result %d: %s", i, last_body);
+			     "result %d: %s", i, e2e_last_body);
 	}
 	json_decref(v);
 	/* Map tasks to workflows (the poll's order is by task id). */
 	for (int i = 0; i < 3; i++) {
-		const char *wf = str_at(json_array_get(p.tasks, (size_t)i),
-					"workflowId");
+		const char *wf = e2e_str_at(json_array_get(p.tasks, (size_t)i),
+					    "workflowId");
 		const char *want = i == 0   ? "COMPLETED"
 				   : i == 2 ? "FAILED"
 					    : NULL;
 		if (want)
-			json_decref(wait_status(wf, want));
+			json_decref(
+				e2e_wait_status(wf, want, DECIDE_TIMEOUT_MS));
 		else
 			cr_assert_eq(
-				sql_int("SELECT count(*) FROM"
-					" \"TaskQueues\" WHERE \"leasedBy\""
-					" = 'A' AND \"taskId\" = $1::uuid",
-					t[i]),
+				e2e_sql_int("SELECT count(*) FROM"
+					    " \"TaskQueues\" WHERE \"leasedBy\""
+					    " = 'A' AND \"taskId\" = $1::uuid",
+					    t[i]),
 				1);
 	}
 	json_decref(p.tasks);
@@ -1511,20 +1331,20 @@ Test(leases, batched_results_each_stand_alone)
  * it is postponed and counted, and decided again later. */
 Test(workers, a_refused_decision_does_not_hold_back_its_batch)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("rq", 0, 60);
 	put_one_task_workflow("rw", "rq");
-	th_exec(sql, "CREATE FUNCTION \"test_refuse\"() RETURNS trigger"
-		     " LANGUAGE plpgsql AS $$ BEGIN"
-		     " IF NEW.\"input\"->>'n' = '3' THEN"
-		     "   RAISE EXCEPTION 'refused by the test';"
-		     " END IF; RETURN NEW; END $$");
-	th_exec(sql, "CREATE TRIGGER \"test_refuse\" BEFORE INSERT ON"
-		     " \"TaskExecutions\" FOR EACH ROW"
-		     " EXECUTE FUNCTION \"test_refuse\"()");
+	th_exec(e2e_sql(), "CREATE FUNCTION \"test_refuse\"() RETURNS trigger"
+			   " LANGUAGE plpgsql AS $$ BEGIN"
+			   " IF NEW.\"input\"->>'n' = '3' THEN"
+			   "   RAISE EXCEPTION 'refused by the test';"
+			   " END IF; RETURN NEW; END $$");
+	th_exec(e2e_sql(), "CREATE TRIGGER \"test_refuse\" BEFORE INSERT ON"
+			   " \"TaskExecutions\" FOR EACH ROW"
+			   " EXECUTE FUNCTION \"test_refuse\"()");
 	char ids[6][37];
 	for (int i = 0; i < 6; i++)
-		start_workflow("rw", json_pack("{s:i}", "n", i), ids[i]);
+		e2e_start_workflow("rw", json_pack("{s:i}", "n", i), ids[i]);
 	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 5, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued),
 		  "%lld of 5 tasks queued", queued.seen);
@@ -1534,12 +1354,12 @@ Test(workers, a_refused_decision_does_not_hold_back_its_batch)
 		1, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &postponed),
 		  "the refused evaluation was not postponed");
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
-			     " WHERE \"workflowId\" = $1::uuid",
-			     ids[3]),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"workflowId\" = $1::uuid",
+				 ids[3]),
 		     0);
 	struct th_response r;
-	th_http(srv, "GET", "/metrics", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/metrics", NULL, 0, &r);
 	const char *line =
 		strstr(r.body, "\nnodeflow_decision_failures_total ");
 	cr_assert(line, "no failure count in /metrics");
@@ -1548,7 +1368,8 @@ Test(workers, a_refused_decision_does_not_hold_back_its_batch)
 		"the refused evaluation was not counted");
 	th_response_free(&r);
 	/* Accepted again, it is decided once its postponement ends. */
-	th_exec(sql, "DROP TRIGGER \"test_refuse\" ON \"TaskExecutions\"");
+	th_exec(e2e_sql(),
+		"DROP TRIGGER \"test_refuse\" ON \"TaskExecutions\"");
 	struct sql_probe all = {"SELECT count(*) FROM \"TaskQueues\"", 6, 0};
 	cr_assert(th_wait_until(30000, sql_reaches, &all),
 		  "%lld of 6 tasks queued", all.seen);
@@ -1559,22 +1380,22 @@ Test(workers, a_refused_decision_does_not_hold_back_its_batch)
  * second answered with a conflict, as if sent after the batch. */
 Test(leases, a_batch_commits_once_and_records_a_task_once)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("cq", 0, 60);
 	put_one_task_workflow("cw", "cq");
 	char ids[4][37];
 	for (int i = 0; i < 4; i++)
-		start_workflow("cw", json_pack("{s:i}", "n", i), ids[i]);
+		e2e_start_workflow("cw", json_pack("{s:i}", "n", i), ids[i]);
 	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 4, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued));
 	struct poll_probe p = {"cq", "A", 4, NULL};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, polled_something, &p));
-	cr_assert_eq(json_array_size(p.tasks), 4, "%s", last_body);
+	cr_assert_eq(json_array_size(p.tasks), 4, "%s", e2e_last_body);
 	const char *t[4], *wf[4];
 	for (int i = 0; i < 4; i++) {
-		t[i] = str_at(json_array_get(p.tasks, (size_t)i), "id");
-		wf[i] = str_at(json_array_get(p.tasks, (size_t)i),
-			       "workflowId");
+		t[i] = e2e_str_at(json_array_get(p.tasks, (size_t)i), "id");
+		wf[i] = e2e_str_at(json_array_get(p.tasks, (size_t)i),
+				   "workflowId");
 	}
 	char body[2048];
 	snprintf(body, sizeof(body),
@@ -1590,37 +1411,37 @@ Test(leases, a_batch_commits_once_and_records_a_task_once)
 		 "{\"taskId\":\"%s\",\"workerId\":\"A\",\"status\":"
 		 "\"COMPLETED\",\"output\":{\"k\":3}}]}",
 		 t[0], t[1], t[0], t[2], t[3]);
-	json_t *v = call("POST", NS "/queues/cq/results", body, 200);
+	json_t *v = e2e_call("POST", NS "/queues/cq/results", body, 200);
 	json_t *rs = json_object_get(v, "results");
-	cr_assert_eq(json_array_size(rs), 5, "%s", last_body);
+	cr_assert_eq(json_array_size(rs), 5, "%s", e2e_last_body);
 	const bool ok[] = {true, true, false, true, true};
 	for (size_t i = 0; i < 5; i++)
 		cr_assert_eq(json_is_true(json_object_get(json_array_get(rs, i),
 							  "ok")),
-			     ok[i], "result %zu: %s", i, last_body);
+			     ok[i], "result %zu: %s", i, e2e_last_body);
 	json_t *dup = json_object_get(json_array_get(rs, 2), "error");
-	cr_assert_str_eq(str_at(dup, "code"), "conflict");
+	cr_assert_str_eq(e2e_str_at(dup, "code"), "conflict");
 	json_decref(v);
 
 	const char *params[] = {t[0], t[1], t[2], t[3]};
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(DISTINCT \"endedAt\") FROM"
 			    " \"TaskExecutions\" WHERE \"id\" IN ($1::uuid,"
 			    " $2::uuid, $3::uuid, $4::uuid)",
 			    4, params),
 		     1, "the batch's results were not committed together");
-	json_t *w = wait_status(wf[0], "COMPLETED");
+	json_t *w = e2e_wait_status(wf[0], "COMPLETED", DECIDE_TIMEOUT_MS);
 	cr_assert(json_eq_text(json_object_get(w, "output"), "{\"k\":0}"), "%s",
-		  last_body);
+		  e2e_last_body);
 	json_decref(w);
-	json_decref(wait_status(wf[1], "COMPLETED"));
-	json_decref(wait_status(wf[2], "FAILED"));
-	json_decref(wait_status(wf[3], "COMPLETED"));
+	json_decref(e2e_wait_status(wf[1], "COMPLETED", DECIDE_TIMEOUT_MS));
+	json_decref(e2e_wait_status(wf[2], "FAILED", DECIDE_TIMEOUT_MS));
+	json_decref(e2e_wait_status(wf[3], "COMPLETED", DECIDE_TIMEOUT_MS));
 	/* One completion event for the task named twice. */
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\""
-			     " WHERE \"taskId\" = $1::uuid"
-			     " AND \"type\" = 'TASK_COMPLETED'",
-			     t[0]),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+				 " WHERE \"taskId\" = $1::uuid"
+				 " AND \"type\" = 'TASK_COMPLETED'",
+				 t[0]),
 		     1);
 	json_decref(p.tasks);
 }
@@ -1651,9 +1472,10 @@ batch_sender_main(void *arg)
 Test(leases, crossing_batches_of_one_workflows_tasks_all_land)
 {
 	enum { WF = 12 };
-	start();
+	e2e_start(NULL);
 	put_task_def("xq", 0, 60);
-	call_ok("POST", NS "/workflow-definitions",
+	e2e_call_ok(
+		"POST", NS "/workflow-definitions",
 		"{\"name\":\"xw\",\"version\":1,\"tasks\":["
 		"{\"name\":\"f\",\"taskReferenceName\":\"f\","
 		"\"type\":\"FORK_JOIN\",\"forkTasks\":["
@@ -1664,13 +1486,13 @@ Test(leases, crossing_batches_of_one_workflows_tasks_all_land)
 		201);
 	char ids[WF][37];
 	for (int i = 0; i < WF; i++)
-		start_workflow("xw", json_pack("{s:i}", "n", i), ids[i]);
+		e2e_start_workflow("xw", json_pack("{s:i}", "n", i), ids[i]);
 	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"",
 				   2 * WF, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued));
 	struct poll_probe p = {"xq", "W", 2 * WF, NULL};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, polled_something, &p));
-	cr_assert_eq(json_array_size(p.tasks), 2 * WF, "%s", last_body);
+	cr_assert_eq(json_array_size(p.tasks), 2 * WF, "%s", e2e_last_body);
 
 	/* Batch 0 holds branch a of every workflow in one order and branch
 	 * b in the other; batch 1 the rest, reversed. */
@@ -1680,7 +1502,7 @@ Test(leases, crossing_batches_of_one_workflows_tasks_all_land)
 	size_t i;
 	const json_t *tk;
 	json_array_foreach (p.tasks, i, tk) {
-		if (strcmp(str_at(tk, "refName"), "a") == 0)
+		if (strcmp(e2e_str_at(tk, "refName"), "a") == 0)
 			task[0][na++] = tk;
 		else
 			task[1][nb++] = tk;
@@ -1701,13 +1523,13 @@ Test(leases, crossing_batches_of_one_workflows_tasks_all_land)
 				"%s{\"taskId\":\"%s\",\"workerId\":\"W\","
 				"\"status\":\"COMPLETED\",\"output\":"
 				"{\"j\":%d}}",
-				j ? "," : "", str_at(x, "id"), j);
+				j ? "," : "", e2e_str_at(x, "id"), j);
 		}
 		snprintf(body[k] + at, sizeof(body[k]) - at, "]}");
 	}
 	pthread_barrier_t go;
 	pthread_barrier_init(&go, NULL, 2);
-	set_base(srv);
+	set_base(e2e_server());
 	struct batch_sender b[2];
 	for (int k = 0; k < 2; k++) {
 		b[k] = (struct batch_sender){.go = &go, .body = body[k]};
@@ -1730,7 +1552,8 @@ Test(leases, crossing_batches_of_one_workflows_tasks_all_land)
 		free(b[k].answer);
 	}
 	for (int k = 0; k < WF; k++)
-		json_decref(wait_status(ids[k], "COMPLETED"));
+		json_decref(e2e_wait_status(ids[k], "COMPLETED",
+					    DECIDE_TIMEOUT_MS));
 	json_decref(p.tasks);
 }
 
@@ -1738,7 +1561,8 @@ static bool
 is_before(const char *a, const char *b)
 {
 	const char *params[] = {a, b};
-	return th_int(sql, "SELECT ($1::timestamptz < $2::timestamptz)::int", 2,
+	return th_int(e2e_sql(),
+		      "SELECT ($1::timestamptz < $2::timestamptz)::int", 2,
 		      params) == 1;
 }
 
@@ -1756,23 +1580,24 @@ reappeared(void *arg)
 	if (!polled_something(&pp))
 		return false;
 	p->at = th_now_ms();
-	cr_assert_str_eq(str_at(json_array_get(pp.tasks, 0), "id"), p->task_id);
+	cr_assert_str_eq(e2e_str_at(json_array_get(pp.tasks, 0), "id"),
+			 p->task_id);
 	json_decref(pp.tasks);
 	return true;
 }
 
 Test(leases, heartbeat_release_and_defer)
 {
-	start();
+	e2e_start(NULL);
 	char wf[37];
 	json_t *t = leased_task("hq", 0, 30, "A", wf);
 	char tid[37], l1[64];
-	snprintf(tid, sizeof(tid), "%s", str_at(t, "id"));
-	snprintf(l1, sizeof(l1), "%s", str_at(t, "leaseExpiresAt"));
+	snprintf(tid, sizeof(tid), "%s", e2e_str_at(t, "id"));
+	snprintf(l1, sizeof(l1), "%s", e2e_str_at(t, "leaseExpiresAt"));
 	json_decref(t);
 	const char *tp[] = {tid};
 	/* The lease lasts responseTimeoutSeconds. */
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT (\"leaseExpiresAt\" BETWEEN now() +"
 			    " interval '25 s' AND now() + interval '31 s')::int"
 			    " FROM \"TaskQueues\" WHERE \"taskId\" = $1::uuid",
@@ -1783,13 +1608,13 @@ Test(leases, heartbeat_release_and_defer)
 	json_t *hb = NULL;
 	cr_assert_eq(task_op("heartbeat", "hq", tid,
 			     json_pack("{s:s}", "workerId", "A"), &hb),
-		     200, "%s", last_body);
+		     200, "%s", e2e_last_body);
 	char l2[64];
-	snprintf(l2, sizeof(l2), "%s", str_at(hb, "leaseExpiresAt"));
+	snprintf(l2, sizeof(l2), "%s", e2e_str_at(hb, "leaseExpiresAt"));
 	json_decref(hb);
 	cr_assert(is_before(l1, l2), "heartbeat: %s is not after %s", l2, l1);
 	const char *eq[] = {tid, l2};
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT (\"leaseExpiresAt\" = $2::timestamptz)::int"
 			    " FROM \"TaskQueues\" WHERE \"taskId\" = $1::uuid",
 			    2, eq),
@@ -1798,8 +1623,8 @@ Test(leases, heartbeat_release_and_defer)
 	/* Release: pollable again at once, by anyone, the same attempt. */
 	cr_assert_eq(task_op("release", "hq", tid,
 			     json_pack("{s:s}", "workerId", "A"), NULL),
-		     200, "%s", last_body);
-	cr_assert_eq(th_int(sql,
+		     200, "%s", e2e_last_body);
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(*) FROM \"TaskExecutions\""
 			    " WHERE \"id\" = $1::uuid AND \"status\" ="
 			    " 'SCHEDULED'",
@@ -1807,7 +1632,7 @@ Test(leases, heartbeat_release_and_defer)
 		     1);
 	struct poll_probe pb = {"hq", "B", 1, NULL};
 	cr_assert(polled_something(&pb), "a released task is not pollable");
-	cr_assert_str_eq(str_at(json_array_get(pb.tasks, 0), "id"), tid);
+	cr_assert_str_eq(e2e_str_at(json_array_get(pb.tasks, 0), "id"), tid);
 	cr_assert_eq(int_at(json_array_get(pb.tasks, 0), "attempt"), 0);
 	json_decref(pb.tasks);
 	cr_assert_eq(complete("hq", tid, "A", json_object()), 409,
@@ -1819,7 +1644,7 @@ Test(leases, heartbeat_release_and_defer)
 			     json_pack("{s:s,s:i}", "workerId", "B",
 				       "delaySeconds", 1),
 			     NULL),
-		     200, "%s", last_body);
+		     200, "%s", e2e_last_body);
 	cr_assert_eq(poll_count("hq", "C"), 0,
 		     "a deferred task was handed out");
 	struct reappear_probe rp = {"hq", tid, 0};
@@ -1830,12 +1655,12 @@ Test(leases, heartbeat_release_and_defer)
 
 	cr_assert_eq(complete("hq", tid, "B", json_object()), 409);
 	cr_assert_eq(complete("hq", tid, "C", json_pack("{s:s}", "by", "C")),
-		     200, "%s", last_body);
-	json_t *w = wait_status(wf, "COMPLETED");
+		     200, "%s", e2e_last_body);
+	json_t *w = e2e_wait_status(wf, "COMPLETED", DECIDE_TIMEOUT_MS);
 	const json_t *rows[4];
-	cr_assert_eq(tasks_of(w, "only", rows, 4), 1, "%s", last_body);
+	cr_assert_eq(tasks_of(w, "only", rows, 4), 1, "%s", e2e_last_body);
 	cr_assert_eq(int_at(rows[0], "attempt"), 0);
-	cr_assert_str_eq(str_at(rows[0], "workerId"), "C");
+	cr_assert_str_eq(e2e_str_at(rows[0], "workerId"), "C");
 	cr_assert_eq(int_at(rows[0], "pollCount"), 3);
 	json_decref(w);
 	json_t *events = history(wf, "WORKFLOW_STARTED", "WORKFLOW_COMPLETED");
@@ -1846,21 +1671,21 @@ Test(leases, heartbeat_release_and_defer)
 
 Test(leases, an_expired_lease_times_the_attempt_out_and_it_is_retried)
 {
-	start();
+	e2e_start(NULL);
 	char wf[37];
 	json_t *t = leased_task("eq", 1, 1, "A", wf);
 	char tid[37];
-	snprintf(tid, sizeof(tid), "%s", str_at(t, "id"));
+	snprintf(tid, sizeof(tid), "%s", e2e_str_at(t, "id"));
 	cr_assert_eq(int_at(t, "attempt"), 0);
 	json_decref(t);
 
 	/* A never answers; the sweeper times attempt 0 out and the decider
 	 * schedules attempt 1. */
 	json_t *t1 = poll_one("eq", "B", 15000);
-	cr_assert_eq(int_at(t1, "attempt"), 1, "%s", last_body);
-	cr_assert_str_neq(str_at(t1, "id"), tid);
+	cr_assert_eq(int_at(t1, "attempt"), 1, "%s", e2e_last_body);
+	cr_assert_str_neq(e2e_str_at(t1, "id"), tid);
 	const char *tp[] = {tid};
-	char *st = th_value(sql,
+	char *st = th_value(e2e_sql(),
 			    "SELECT \"status\" FROM \"TaskExecutions\""
 			    " WHERE \"id\" = $1::uuid",
 			    1, tp);
@@ -1868,17 +1693,18 @@ Test(leases, an_expired_lease_times_the_attempt_out_and_it_is_retried)
 	free(st);
 	cr_assert_eq(complete("eq", tid, "A", json_object()), 409,
 		     "a result after the lease ran out was taken");
-	cr_assert_eq(complete("eq", str_at(t1, "id"), "B",
+	cr_assert_eq(complete("eq", e2e_str_at(t1, "id"), "B",
 			      json_pack("{s:i}", "done", 1)),
-		     200, "%s", last_body);
+		     200, "%s", e2e_last_body);
 	json_decref(t1);
 
-	json_t *w = wait_status(wf, "COMPLETED");
+	json_t *w = e2e_wait_status(wf, "COMPLETED", DECIDE_TIMEOUT_MS);
 	const json_t *rows[4];
-	cr_assert_eq(tasks_of(w, "only", rows, 4), 2, "%s", last_body);
-	cr_assert_str_eq(str_at(rows[0], "status"), "TIMED_OUT");
-	cr_assert(strstr(str_at(rows[0], "reason"), "A"), "%s", last_body);
-	cr_assert_str_eq(str_at(rows[1], "status"), "COMPLETED");
+	cr_assert_eq(tasks_of(w, "only", rows, 4), 2, "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(rows[0], "status"), "TIMED_OUT");
+	cr_assert(strstr(e2e_str_at(rows[0], "reason"), "A"), "%s",
+		  e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(rows[1], "status"), "COMPLETED");
 	json_decref(w);
 	json_t *events = history(wf, "WORKFLOW_STARTED", "WORKFLOW_COMPLETED");
 	cr_assert_eq(count_type(events, "TASK_TIMED_OUT"), 1);
@@ -1892,7 +1718,7 @@ static char *
 engine_digest(void)
 {
 	return th_value(
-		sql,
+		e2e_sql(),
 		"SELECT (SELECT count(*) FROM \"WorkflowExecutions\") || '/' ||"
 		" (SELECT count(*) FROM \"TaskExecutions\") || '/' ||"
 		" (SELECT count(*) FROM \"TaskQueues\") || '/' ||"
@@ -1910,11 +1736,11 @@ engine_digest(void)
 
 Test(errors, bad_input_is_4xx_with_a_json_body_and_changes_nothing)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("eq", 0, 60);
 	put_one_task_workflow("ew", "eq");
 	char wf[37];
-	start_workflow("ew", json_pack("{s:i}", "n", 1), wf);
+	e2e_start_workflow("ew", json_pack("{s:i}", "n", 1), wf);
 	/* Quiet: the first task queued, nothing left to evaluate. */
 	struct sql_probe quiet = {
 		"SELECT (SELECT count(*) FROM \"TaskQueues\") -"
@@ -1922,13 +1748,15 @@ Test(errors, bad_input_is_4xx_with_a_json_body_and_changes_nothing)
 		1, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &quiet));
 	char tid[37];
-	char *v = th_value(sql, "SELECT \"taskId\"::text FROM \"TaskQueues\"",
-			   0, NULL);
+	char *v = th_value(e2e_sql(),
+			   "SELECT \"taskId\"::text FROM \"TaskQueues\"", 0,
+			   NULL);
 	snprintf(tid, sizeof(tid), "%s", v);
 	free(v);
 	char *before = engine_digest();
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\"", NULL),
-		     1);
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\"", NULL),
+		1);
 	unchanged_digest = before;
 
 	/* ---- start */
@@ -2076,7 +1904,7 @@ Test(errors, bad_input_is_4xx_with_a_json_body_and_changes_nothing)
 
 	/* And the task is still there for a worker. */
 	json_t *t = poll_one("eq", "w", DECIDE_TIMEOUT_MS);
-	cr_assert_str_eq(str_at(t, "id"), tid);
+	cr_assert_str_eq(e2e_str_at(t, "id"), tid);
 	json_decref(t);
 }
 
@@ -2085,20 +1913,20 @@ Test(errors, bad_input_is_4xx_with_a_json_body_and_changes_nothing)
 Test(crash, sigkill_in_the_middle_loses_nothing, .timeout = 240)
 {
 	enum { N_WF = 300, N_WORKERS = 8 };
-	start();
+	e2e_start(NULL);
 	/* A short lease, so tasks leased by a poll whose answer died with
 	 * the server come back as a new attempt. */
 	put_task_def("cstep", 5, 3);
-	call_ok("POST", NS "/workflow-definitions",
-		"{\"name\":\"crash2\",\"version\":1,\"tasks\":["
-		"{\"name\":\"cstep\",\"taskReferenceName\":\"a\","
-		" \"inputParameters\":{\"n\":\"${workflow.input.n}\"}},"
-		"{\"name\":\"cstep\",\"taskReferenceName\":\"b\","
-		" \"inputParameters\":{\"by\":\"${a.output.by}\"}}]}",
-		201);
+	e2e_call_ok("POST", NS "/workflow-definitions",
+		    "{\"name\":\"crash2\",\"version\":1,\"tasks\":["
+		    "{\"name\":\"cstep\",\"taskReferenceName\":\"a\","
+		    " \"inputParameters\":{\"n\":\"${workflow.input.n}\"}},"
+		    "{\"name\":\"cstep\",\"taskReferenceName\":\"b\","
+		    " \"inputParameters\":{\"by\":\"${a.output.by}\"}}]}",
+		    201);
 	for (int i = 0; i < N_WF; i++) {
 		char id[37];
-		start_workflow("crash2", json_pack("{s:i}", "n", i), id);
+		e2e_start_workflow("crash2", json_pack("{s:i}", "n", i), id);
 	}
 
 	struct crowd c;
@@ -2112,7 +1940,7 @@ Test(crash, sigkill_in_the_middle_loses_nothing, .timeout = 240)
 				 " WHERE \"status\" = 'COMPLETED'",
 				 N_WF / 3, 0};
 	bool progressed = th_wait_until(60000, sql_reaches, &some);
-	int status = slot_kill(&slots[0]);
+	int status = e2e_kill(0);
 	if (!progressed)
 		crowd_stop(&c, ws, N_WORKERS);
 	cr_assert(progressed, "only %lld workflows completed before the kill",
@@ -2120,14 +1948,13 @@ Test(crash, sigkill_in_the_middle_loses_nothing, .timeout = 240)
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
 		  "status %d", status);
 	long long at_kill =
-		sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
-			" WHERE \"status\" = 'COMPLETED'",
-			NULL);
+		e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+			    " WHERE \"status\" = 'COMPLETED'",
+			    NULL);
 
 	/* A new server on the same database; the workers carry on. */
-	slot_start(&slots[1], NULL);
-	srv = &slots[1].s;
-	set_base(srv);
+	e2e_use(e2e_serve(NULL));
+	set_base(e2e_server());
 	struct sql_probe done = {"SELECT count(*) FROM \"WorkflowExecutions\""
 				 " WHERE \"status\" = 'COMPLETED'",
 				 N_WF, 0};
@@ -2136,46 +1963,47 @@ Test(crash, sigkill_in_the_middle_loses_nothing, .timeout = 240)
 	cr_assert(all,
 		  "%lld of %d workflows completed (%lld at the kill); "
 		  "server:\n%s",
-		  done.seen, N_WF, at_kill, slots[1].log);
+		  done.seen, N_WF, at_kill, e2e_log());
 	cr_assert_lt(at_kill, N_WF, "the kill came after the end");
 	cr_log_info("crash: %lld of %d workflows done at the kill; %d "
 		    "completions, %d refused (409), %d requests unanswered, "
 		    "%lld attempts timed out",
 		    at_kill, N_WF, atomic_load(&c.completed),
 		    atomic_load(&c.conflicts), atomic_load(&c.transport),
-		    sql_int("SELECT count(*) FROM \"TaskExecutions\""
-			    " WHERE \"status\" = 'TIMED_OUT'",
-			    NULL));
+		    e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				" WHERE \"status\" = 'TIMED_OUT'",
+				NULL));
 	cr_assert_eq(atomic_load(&c.unexpected), 0, "%s", c.first_unexpected);
 	char dup[37] = "";
 	cr_assert_eq(crowd_duplicates(&c, dup, sizeof(dup)), 0,
 		     "task %s was handed out twice", dup);
 
 	/* No task identity twice; one completed attempt per reference. */
-	cr_assert_eq(sql_int("SELECT count(*) FROM (SELECT 1 FROM"
-			     " \"TaskExecutions\" GROUP BY \"workflowId\","
-			     " \"refName\", \"iteration\", \"attempt\""
-			     " HAVING count(*) > 1) d",
-			     NULL),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM (SELECT 1 FROM"
+				 " \"TaskExecutions\" GROUP BY \"workflowId\","
+				 " \"refName\", \"iteration\", \"attempt\""
+				 " HAVING count(*) > 1) d",
+				 NULL),
 		     0);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
-			     " WHERE \"status\" = 'COMPLETED'",
-			     NULL),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"status\" = 'COMPLETED'",
+				 NULL),
 		     2 * N_WF);
-	cr_assert_eq(sql_int("SELECT count(*) FROM (SELECT 1 FROM"
-			     " \"TaskExecutions\" WHERE \"status\" ="
-			     " 'COMPLETED' GROUP BY \"workflowId\","
-			     " \"refName\" HAVING count(*) <> 1) d",
-			     NULL),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM (SELECT 1 FROM"
+				 " \"TaskExecutions\" WHERE \"status\" ="
+				 " 'COMPLETED' GROUP BY \"workflowId\","
+				 " \"refName\" HAVING count(*) <> 1) d",
+				 NULL),
 		     0);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
-			     " WHERE \"status\" <> 'COMPLETED'",
-			     NULL),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+				 " WHERE \"status\" <> 'COMPLETED'",
+				 NULL),
 		     0);
 	/* Every history gap-free, its counter at its end, the last event
 	 * WORKFLOW_COMPLETED, started and completed once. */
 	cr_assert_eq(
-		sql_int("SELECT count(*) FROM \"WorkflowExecutions\" e"
+		e2e_sql_int(
+			"SELECT count(*) FROM \"WorkflowExecutions\" e"
 			" LEFT JOIN (SELECT \"workflowId\", count(*) AS n,"
 			"  count(DISTINCT \"seq\") AS d, min(\"seq\") AS lo,"
 			"  max(\"seq\") AS hi FROM \"WorkflowEvents\""
@@ -2185,23 +2013,25 @@ Test(crash, sigkill_in_the_middle_loses_nothing, .timeout = 240)
 			" OR h.hi <> h.n OR e.\"eventSeq\" <> h.n",
 			NULL),
 		0);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\" v"
-			     " JOIN \"WorkflowExecutions\" e ON e.\"id\" ="
-			     " v.\"workflowId\" AND v.\"seq\" = e.\"eventSeq\""
-			     " WHERE v.\"type\" = 'WORKFLOW_COMPLETED'",
-			     NULL),
-		     N_WF);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\""
-			     " WHERE \"type\" IN ('WORKFLOW_STARTED',"
-			     " 'WORKFLOW_COMPLETED')",
-			     NULL),
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(*) FROM \"WorkflowEvents\" v"
+			    " JOIN \"WorkflowExecutions\" e ON e.\"id\" ="
+			    " v.\"workflowId\" AND v.\"seq\" = e.\"eventSeq\""
+			    " WHERE v.\"type\" = 'WORKFLOW_COMPLETED'",
+			    NULL),
+		N_WF);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+				 " WHERE \"type\" IN ('WORKFLOW_STARTED',"
+				 " 'WORKFLOW_COMPLETED')",
+				 NULL),
 		     2 * N_WF);
 	/* Nothing left behind. */
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL), 0);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
-			     " WHERE \"endedAt\" IS NULL OR"
-			     " \"deciderSeenAt\" IS NULL",
-			     NULL),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL),
+		     0);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"endedAt\" IS NULL OR"
+				 " \"deciderSeenAt\" IS NULL",
+				 NULL),
 		     0);
 	free(c.handed);
 }

@@ -5,7 +5,7 @@
  * the workflow's output checked.  Run from the repository root
  * (tests/run.sh does).
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -16,16 +16,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static struct th_db db;
-static struct th_server srv;
-
-static void
-teardown(void)
-{
-	th_server_stop(&srv);
-	th_db_drop(&db);
-}
 
 static char *
 read_file(const char *path)
@@ -45,7 +35,7 @@ send_file(const char *method, const char *path, const char *file, long want)
 {
 	char *body = read_file(file);
 	struct th_response r;
-	th_http(&srv, method, path, body, strlen(body), &r);
+	th_http(e2e_server(), method, path, body, strlen(body), &r);
 	cr_assert_eq(r.status, want, "%s %s: %ld %s", method, path, r.status,
 		     r.body);
 	th_response_free(&r);
@@ -65,7 +55,7 @@ run_worker(char *output, size_t size)
 		dup2(fds[1], STDERR_FILENO);
 		close(fds[0]);
 		execlp("python3", "python3", "examples/hello/worker.py",
-		       "--once", "--server", srv.base, (char *)NULL);
+		       "--once", "--server", e2e_server()->base, (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -105,7 +95,7 @@ completed(void *arg)
 {
 	struct wait_ctx *w = arg;
 	struct th_response r;
-	th_http(&srv, "GET", w->path, NULL, 0, &r);
+	th_http(e2e_server(), "GET", w->path, NULL, 0, &r);
 	json_decref(w->last);
 	w->last = json_loads(r.body, 0, NULL);
 	th_response_free(&r);
@@ -113,10 +103,9 @@ completed(void *arg)
 	return st && strcmp(st, "COMPLETED") == 0;
 }
 
-Test(example, readme_worked_example, .fini = teardown, .timeout = 120)
+Test(example, readme_worked_example, .fini = e2e_stop, .timeout = 120)
 {
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, NULL);
+	e2e_start(NULL);
 	send_file("PUT", "/v1/ns/default/task-definitions/greet",
 		  "examples/hello/greet.task.json", 201);
 	send_file("POST", "/v1/ns/default/workflow-definitions",
@@ -124,8 +113,8 @@ Test(example, readme_worked_example, .fini = teardown, .timeout = 120)
 
 	const char *start = "{\"name\":\"hello\",\"input\":{\"name\":\"Ada\"}}";
 	struct th_response r;
-	th_http(&srv, "POST", "/v1/ns/default/workflows", start, strlen(start),
-		&r);
+	th_http(e2e_server(), "POST", "/v1/ns/default/workflows", start,
+		strlen(start), &r);
 	cr_assert_eq(r.status, 201, "%s", r.body);
 	json_t *v = json_loads(r.body, 0, NULL);
 	char path[128];

@@ -34,7 +34,7 @@
  * Every test gets its own database and server(s).  Worker threads never
  * assert: they record what they saw and the test thread asserts on it.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <curl/curl.h>
@@ -47,83 +47,29 @@
 
 enum { WAIT_MS = 15000 };
 
-#define NS "/v1/ns/default"
+#define NS E2E_NS
 
-static struct th_db db;
-static struct th_server servers[2];
-static int n_servers;
-static struct th_server *srv;
-static PGconn *sql;
-
-static void
-cleanup(void)
-{
-	if (sql) {
-		PQfinish(sql);
-		sql = NULL;
-	}
-	for (int i = 0; i < n_servers; i++)
-		th_server_stop(&servers[i]);
-	n_servers = 0;
-	th_db_drop(&db);
-}
-
-TestSuite(semaphore, .fini = cleanup);
-TestSuite(unconfigured, .fini = cleanup);
-TestSuite(rate, .fini = cleanup);
-TestSuite(concurrency, .fini = cleanup);
-TestSuite(api, .fini = cleanup);
-TestSuite(wake, .fini = cleanup);
+TestSuite(semaphore, .fini = e2e_stop);
+TestSuite(unconfigured, .fini = e2e_stop);
+TestSuite(rate, .fini = e2e_stop);
+TestSuite(concurrency, .fini = e2e_stop);
+TestSuite(api, .fini = e2e_stop);
+TestSuite(wake, .fini = e2e_stop);
 
 static void
 start(int replicas, const char *const *flags)
 {
-	th_db_clone(&db);
+	e2e_open();
 	for (int i = 0; i < replicas; i++)
-		th_server_start(&servers[n_servers++], db.url, flags);
-	srv = &servers[0];
-	sql = th_connect(db.url);
+		e2e_serve(flags);
 }
 
 /* ---------------------------------------------------------- HTTP helpers */
 
-static char last_body[16384];
-
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(srv, method, path, body, body ? strlen(body) : 0, &r);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = NULL;
-	if (r.body_len) {
-		cr_assert(strncmp(r.content_type, "application/json", 16) == 0,
-			  "%s %s: Content-Type %s", method, path,
-			  r.content_type);
-		v = json_loadb(r.body, r.body_len, 0, NULL);
-		cr_assert_not_null(v, "%s %s: body is not JSON: %s", method,
-				   path, r.body);
-	}
-	th_response_free(&r);
-	return v;
-}
-
-static json_t *
-callj(const char *method, const char *path, long status, json_t *body)
-{
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	json_t *v = call(method, path, text, status);
-	free(text);
-	return v;
-}
-
 static void
 callj_ok(const char *method, const char *path, long status, json_t *body)
 {
-	json_decref(callj(method, path, status, body));
+	json_decref(e2e_callj(method, path, status, body));
 }
 
 /* A 400 whose details name path `at`. */
@@ -131,11 +77,11 @@ static void
 expect_invalid(const char *method, const char *path, const char *body,
 	       const char *at)
 {
-	json_t *v = call(method, path, body, 400);
+	json_t *v = e2e_call(method, path, body, 400);
 	json_t *e = json_object_get(v, "error");
-	cr_assert(json_is_object(e), "%s %s: %s", method, path, last_body);
+	cr_assert(json_is_object(e), "%s %s: %s", method, path, e2e_last_body);
 	cr_assert_str_eq(json_string_value(json_object_get(e, "code")),
-			 "invalid_argument", "%s", last_body);
+			 "invalid_argument", "%s", e2e_last_body);
 	bool found = false;
 	size_t i;
 	json_t *d;
@@ -144,7 +90,7 @@ expect_invalid(const char *method, const char *path, const char *body,
 		found = found || (p && strcmp(p, at) == 0);
 	}
 	cr_assert(found, "%s %s (%s): no detail at %s: %s", method, path,
-		  body ? body : "", at, last_body);
+		  body ? body : "", at, e2e_last_body);
 	json_decref(v);
 }
 
@@ -197,7 +143,7 @@ scheduled(const char *task)
 {
 	const char *p[] = {task};
 	return th_int(
-		sql,
+		e2e_sql(),
 		"SELECT count(*) FROM \"TaskExecutions\""
 		" WHERE \"taskDefName\" = $1 AND \"status\" = 'SCHEDULED'",
 		1, p);
@@ -230,11 +176,11 @@ poll(const char *queue, const char *worker, int count)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/queues/%s/poll", queue);
-	json_t *v = callj(
+	json_t *v = e2e_callj(
 		"POST", path, 200,
 		json_pack("{s:s,s:i}", "workerId", worker, "count", count));
 	json_t *tasks = json_incref(json_object_get(v, "tasks"));
-	cr_assert(json_is_array(tasks), "%s", last_body);
+	cr_assert(json_is_array(tasks), "%s", e2e_last_body);
 	json_decref(v);
 	return tasks;
 }
@@ -270,7 +216,7 @@ get_semaphore(const char *name)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/semaphores/%s", name);
-	return call("GET", path, NULL, 200);
+	return e2e_call("GET", path, NULL, 200);
 }
 
 static long long
@@ -290,7 +236,7 @@ max_overlap(const char *task)
 {
 	const char *p[] = {task};
 	return th_int(
-		sql,
+		e2e_sql(),
 		"SELECT coalesce(max((SELECT count(*) FROM \"TaskExecutions\" b"
 		" WHERE b.\"taskDefName\" = $1 AND b.\"startedAt\" <= a.\"startedAt\""
 		" AND (b.\"endedAt\" IS NULL OR b.\"endedAt\" > a.\"startedAt\"))),"
@@ -490,7 +436,7 @@ Test(semaphore, never_more_holders_than_permits)
 	for (int i = 0; i < WORKERS; i++) {
 		snprintf(ws[i].id, sizeof(ws[i].id), "w%d", i);
 		ws[i].c = &c;
-		ws[i].base = servers[i % 2].base;
+		ws[i].base = e2e_server_at(i % 2)->base;
 		cr_assert(pthread_create(&ws[i].t, NULL, worker_main, &ws[i]) ==
 			  0);
 	}
@@ -510,7 +456,7 @@ Test(semaphore, never_more_holders_than_permits)
 	long long overlap = max_overlap("gated");
 	cr_assert_leq(overlap, 2, "%lld tasks were in progress at once",
 		      overlap);
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(*) FROM \"TaskExecutions\""
 			    " WHERE \"taskDefName\" = 'gated'"
 			    " AND \"status\" = 'COMPLETED'",
@@ -518,7 +464,8 @@ Test(semaphore, never_more_holders_than_permits)
 		     10);
 	/* Every permit is back. */
 	cr_assert_eq(in_use("gate"), 0);
-	cr_assert_eq(th_int(sql, "SELECT count(*) FROM \"SemaphoreHolders\"", 0,
+	cr_assert_eq(th_int(e2e_sql(),
+			    "SELECT count(*) FROM \"SemaphoreHolders\"", 0,
 			    NULL),
 		     0);
 }
@@ -546,7 +493,7 @@ static bool
 timed_out(void *arg)
 {
 	const char *params[] = {arg};
-	char *st = th_value(sql,
+	char *st = th_value(e2e_sql(),
 			    "SELECT \"status\" FROM \"TaskExecutions\""
 			    " WHERE \"id\" = $1::uuid",
 			    1, params);
@@ -567,7 +514,7 @@ Test(semaphore, vanished_worker_permit_returns_with_its_lease)
 	wait_scheduled("lonely", 2);
 
 	json_t *a = poll("lonely", "doomed", 5);
-	cr_assert_eq(json_array_size(a), 1, "%s", last_body);
+	cr_assert_eq(json_array_size(a), 1, "%s", e2e_last_body);
 	const char *held = id_of(json_array_get(a, 0));
 	cr_assert_eq(poll_n("lonely", "other", 5), 0);
 
@@ -586,14 +533,14 @@ Test(semaphore, vanished_worker_permit_returns_with_its_lease)
 	char path[512];
 	snprintf(path, sizeof(path), NS "/queues/lonely/tasks/%s/heartbeat",
 		 held);
-	json_t *hb = callj("POST", path, 200,
-			   json_pack("{s:s}", "workerId", "doomed"));
+	json_t *hb = e2e_callj("POST", path, 200,
+			       json_pack("{s:s}", "workerId", "doomed"));
 	json_decref(hb);
 	s = get_semaphore("solo");
 	h = json_array_get(json_object_get(s, "holders"), 0);
 	cr_assert_str_gt(
 		json_string_value(json_object_get(h, "leaseExpiresAt")), before,
-		"%s", last_body);
+		"%s", e2e_last_body);
 	json_decref(s);
 
 	/* The worker vanishes: no result, no heartbeat.  Within the lease
@@ -633,7 +580,7 @@ Test(semaphore, workflow_task_semaphore_gates_ungated_definition)
 
 	/* The two ungated tasks and one gated one. */
 	json_t *t = poll("plain", "w", 10);
-	cr_assert_eq(json_array_size(t), 3, "%s", last_body);
+	cr_assert_eq(json_array_size(t), 3, "%s", e2e_last_body);
 	cr_assert_eq(in_use("wfsem"), 1);
 	cr_assert_eq(poll_n("plain", "w", 10), 0);
 	size_t i;
@@ -655,7 +602,7 @@ Test(semaphore, terminated_workflow_gives_its_permit_back)
 	start_workflows("lonely_wf", 2);
 	wait_scheduled("lonely", 2);
 	json_t *a = poll("lonely", "w", 5);
-	cr_assert_eq(json_array_size(a), 1, "%s", last_body);
+	cr_assert_eq(json_array_size(a), 1, "%s", e2e_last_body);
 	cr_assert_eq(poll_n("lonely", "w", 5), 0);
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/terminate",
@@ -699,7 +646,7 @@ static void
 expect_invalid_saying(const char *method, const char *path, const char *body,
 		      const char *at, const char *words)
 {
-	json_t *v = call(method, path, body, 400);
+	json_t *v = e2e_call(method, path, body, 400);
 	bool found = false;
 	size_t i;
 	json_t *d;
@@ -715,7 +662,7 @@ expect_invalid_saying(const char *method, const char *path, const char *body,
 			(p && m && strcmp(p, at) == 0 && strstr(m, words));
 	}
 	cr_assert(found, "%s %s: no detail at %s saying %s: %s", method, path,
-		  at, words, last_body);
+		  at, words, e2e_last_body);
 	json_decref(v);
 }
 
@@ -753,10 +700,12 @@ Test(semaphore, system_task_named_like_a_gated_definition_is_refused)
 			   "name", "fetch", "taskReferenceName", "f"));
 
 	/* The other order: the workflow first, then the semaphore. */
-	call("POST", NS "/workflow-definitions",
-	     "{\"name\":\"w2\",\"tasks\":[" HTTP_TASK("probe", "p") "]}", 201);
-	json_decref(call("PUT", NS "/task-definitions/probe",
-			 "{\"name\":\"probe\"}", 201));
+	json_decref(e2e_call(
+		"POST", NS "/workflow-definitions",
+		"{\"name\":\"w2\",\"tasks\":[" HTTP_TASK("probe", "p") "]}",
+		201));
+	json_decref(e2e_call("PUT", NS "/task-definitions/probe",
+			     "{\"name\":\"probe\"}", 201));
 	expect_invalid_saying("PUT", NS "/task-definitions/probe",
 			      "{\"semaphore\":\"s\"}", "$.semaphore",
 			      "workflow w2 version 1");
@@ -765,11 +714,75 @@ Test(semaphore, system_task_named_like_a_gated_definition_is_refused)
 			      "\"semaphore\":\"s\"}]",
 			      "$[1].semaphore", "$.tasks[0]");
 	/* Nothing of a refused list was stored. */
-	call("GET", NS "/task-definitions/ok", NULL, 404);
-	json_t *d = call("GET", NS "/task-definitions/probe", NULL, 200);
+	json_decref(e2e_call("GET", NS "/task-definitions/ok", NULL, 404));
+	json_t *d = e2e_call("GET", NS "/task-definitions/probe", NULL, 200);
 	cr_assert(json_object_get(d, "semaphore") == NULL ||
 			  json_is_null(json_object_get(d, "semaphore")),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
+	json_decref(d);
+}
+
+/* concurrentExecLimit and the rate limit hold back worker tasks only: a
+ * task the server runs itself under a definition that has one is refused
+ * both ways, never run unlimited. */
+Test(concurrency, system_task_named_like_a_limited_definition_is_refused)
+{
+	start(1, NULL);
+	put_task_def("fetch", json_pack("{s:i}", "concurrentExecLimit", 2));
+	put_task_def("shape", json_pack("{s:i,s:i}", "rateLimitPerFrequency", 5,
+					"rateLimitFrequencyInSeconds", 10));
+	expect_invalid_saying(
+		"POST", NS "/workflow-definitions",
+		"{\"name\":\"w\",\"tasks\":[" HTTP_TASK("fetch", "f") "]}",
+		"$.tasks[0].name", "concurrentExecLimit 2,");
+	const char *jq = "{\"name\":\"w\",\"tasks\":[{\"name\":\"shape\","
+			 "\"taskReferenceName\":\"s\","
+			 "\"type\":\"JSON_JQ_TRANSFORM\",\"inputParameters\":"
+			 "{\"queryExpression\":\".\"}}]}";
+	expect_invalid_saying("POST", NS "/workflow-definitions", jq,
+			      "$.tasks[0].name", "rateLimitPerFrequency 5,");
+	char conductor[1024];
+	snprintf(conductor, sizeof(conductor), "[%s]", jq);
+	expect_invalid_saying("PUT", "/api/metadata/workflow", conductor,
+			      "$[0].tasks[0].name",
+			      "worker (SIMPLE) tasks only");
+	/* As worker tasks they are limited, and fine. */
+	callj_ok("POST", NS "/workflow-definitions", 201,
+		 json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}]}", "name", "w_worker",
+			   "tasks", "name", "fetch", "taskReferenceName", "f",
+			   "name", "shape", "taskReferenceName", "s"));
+
+	/* The other order: the workflow first, then the limits. */
+	json_decref(e2e_call(
+		"POST", NS "/workflow-definitions",
+		"{\"name\":\"w2\",\"tasks\":[" HTTP_TASK("probe", "p") "]}",
+		201));
+	json_decref(e2e_call("PUT", NS "/task-definitions/probe",
+			     "{\"name\":\"probe\"}", 201));
+	expect_invalid_saying("PUT", NS "/task-definitions/probe",
+			      "{\"concurrentExecLimit\":3}",
+			      "$.concurrentExecLimit", "workflow w2 version 1");
+	expect_invalid_saying("PUT", NS "/task-definitions/probe",
+			      "{\"concurrentExecLimit\":3,"
+			      "\"rateLimitPerFrequency\":4}",
+			      "$.rateLimitPerFrequency",
+			      "rateLimitPerFrequency 4 cannot hold back");
+	expect_invalid_saying("POST", "/api/metadata/taskdefs",
+			      "[{\"name\":\"ok\"},{\"name\":\"probe\","
+			      "\"rateLimitPerFrequency\":1}]",
+			      "$[1].rateLimitPerFrequency", "$.tasks[0]");
+	/* 0 is no limit, as in Conductor: accepted. */
+	json_decref(e2e_call("PUT", NS "/task-definitions/probe",
+			     "{\"concurrentExecLimit\":0,"
+			     "\"rateLimitPerFrequency\":0}",
+			     200));
+	/* Nothing of a refused list was stored. */
+	json_decref(e2e_call("GET", NS "/task-definitions/ok", NULL, 404));
+	json_t *d = e2e_call("GET", NS "/task-definitions/probe", NULL, 200);
+	cr_assert_null(json_object_get(d, "concurrentExecLimit"), "%s",
+		       e2e_last_body);
+	cr_assert_null(json_object_get(d, "rateLimitPerFrequency"), "%s",
+		       e2e_last_body);
 	json_decref(d);
 }
 
@@ -788,15 +801,15 @@ Test(unconfigured, gates_at_the_default_and_is_listed_while_held)
 	cr_assert_eq(json_array_size(t), 1,
 		     "an unconfigured semaphore must "
 		     "gate at 1 permit: %s",
-		     last_body);
-	json_t *list = call("GET", NS "/semaphores", NULL, 200);
+		     e2e_last_body);
+	json_t *list = e2e_call("GET", NS "/semaphores", NULL, 200);
 	json_t *items = json_object_get(list, "items");
-	cr_assert_eq(json_array_size(items), 1, "%s", last_body);
+	cr_assert_eq(json_array_size(items), 1, "%s", e2e_last_body);
 	json_t *s = json_array_get(items, 0);
 	cr_assert_str_eq(json_string_value(json_object_get(s, "name")),
 			 "nobody");
 	cr_assert(json_is_false(json_object_get(s, "configured")), "%s",
-		  last_body);
+		  e2e_last_body);
 	cr_assert_eq(json_integer_value(json_object_get(s, "permits")), 1);
 	cr_assert_eq(json_integer_value(json_object_get(s, "inUse")), 1);
 	cr_assert(json_is_null(json_object_get(s, "createdAt")));
@@ -807,10 +820,10 @@ Test(unconfigured, gates_at_the_default_and_is_listed_while_held)
 
 	complete("orphan", "w", id_of(json_array_get(t, 0)));
 	json_decref(t);
-	json_decref(call("GET", NS "/semaphores/nobody", NULL, 404));
-	list = call("GET", NS "/semaphores", NULL, 200);
+	json_decref(e2e_call("GET", NS "/semaphores/nobody", NULL, 404));
+	list = e2e_call("GET", NS "/semaphores", NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(list, "items")), 0, "%s",
-		     last_body);
+		     e2e_last_body);
 	json_decref(list);
 	cr_assert_eq(poll_n("orphan", "w", 10), 1);
 }
@@ -849,7 +862,7 @@ Test(rate, at_most_five_per_window)
 
 	/* The first poll of a window gets exactly the window's 5. */
 	json_t *t = poll("rated", "w", 10);
-	cr_assert_eq(json_array_size(t), 5, "%s", last_body);
+	cr_assert_eq(json_array_size(t), 5, "%s", e2e_last_body);
 	size_t got = 5, i;
 	json_t *task;
 	json_array_foreach (t, i, task)
@@ -858,28 +871,29 @@ Test(rate, at_most_five_per_window)
 	int64_t deadline = th_now_ms() + WAIT_MS;
 	while (got < 12 && th_now_ms() < deadline) {
 		/* A long-poll: blocked by the limit, it waits. */
-		json_t *v = callj("POST", NS "/queues/rated/poll", 200,
+		json_t *v =
+			e2e_callj("POST", NS "/queues/rated/poll", 200,
 				  json_pack("{s:s,s:i,s:i}", "workerId", "w",
 					    "count", 10, "waitMs", 200));
 		json_t *ts = json_object_get(v, "tasks");
-		cr_assert_leq(json_array_size(ts), 5, "%s", last_body);
+		cr_assert_leq(json_array_size(ts), 5, "%s", e2e_last_body);
 		got += json_array_size(ts);
 		json_array_foreach (ts, i, task)
 			complete("rated", "w", id_of(task));
 		json_decref(v);
 	}
 	cr_assert_eq(got, 12);
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT max(\"count\") FROM \"RateLimitBuckets\""
 			    " WHERE \"queueName\" = 'default/rated'",
 			    0, NULL),
 		     5);
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT sum(\"count\") FROM \"RateLimitBuckets\""
 			    " WHERE \"queueName\" = 'default/rated'",
 			    0, NULL),
 		     12);
-	cr_assert_geq(th_int(sql,
+	cr_assert_geq(th_int(e2e_sql(),
 			     "SELECT count(*) FROM \"RateLimitBuckets\""
 			     " WHERE \"queueName\" = 'default/rated'",
 			     0, NULL),
@@ -898,13 +912,14 @@ Test(concurrency, limit_caps_tasks_in_progress)
 	wait_scheduled("capped", 10);
 
 	json_t *t = poll("capped", "w", 10);
-	cr_assert_eq(json_array_size(t), 2, "%s", last_body);
+	cr_assert_eq(json_array_size(t), 2, "%s", e2e_last_body);
 	cr_assert_eq(poll_n("capped", "w", 10), 0);
 	/* The Conductor poll shares the limit. */
-	json_t *c =
-		call("GET", "/api/tasks/poll/batch/capped?workerid=c&count=10",
-		     NULL, 200);
-	cr_assert(json_is_array(c) && json_array_size(c) == 0, "%s", last_body);
+	json_t *c = e2e_call("GET",
+			     "/api/tasks/poll/batch/capped?workerid=c&count=10",
+			     NULL, 200);
+	cr_assert(json_is_array(c) && json_array_size(c) == 0, "%s",
+		  e2e_last_body);
 	json_decref(c);
 	complete("capped", "w", id_of(json_array_get(t, 0)));
 	cr_assert_eq(poll_n("capped", "w", 10), 1);
@@ -942,7 +957,7 @@ long_poll_main(void *arg)
 static void
 long_poll_start(struct long_poll *lp, const char *queue)
 {
-	lp->base = srv->base;
+	lp->base = e2e_server()->base;
 	lp->queue = queue;
 	lp->body = NULL;
 	atomic_store(&lp->done, false);
@@ -961,7 +976,7 @@ one_parked(void *arg)
 {
 	(void)arg;
 	struct th_response r;
-	th_http(&servers[0], "GET", "/metrics", NULL, 0, &r);
+	th_http(e2e_server_at(0), "GET", "/metrics", NULL, 0, &r);
 	bool ok = r.status == 200 && strstr(r.body, "nodeflow_http_parked 1\n");
 	th_response_free(&r);
 	return ok;
@@ -997,13 +1012,13 @@ Test(wake, rate_window_end_answers_a_waiting_poll)
 	wait_scheduled("slow_rate", 2);
 
 	/* The window's one task; the second waits for the next window. */
-	cr_assert_eq(poll_n("slow_rate", "w", 2), 1, "%s", last_body);
+	cr_assert_eq(poll_n("slow_rate", "w", 2), 1, "%s", e2e_last_body);
 	struct long_poll lp;
 	long_poll_start(&lp, "slow_rate");
 	char *id = long_poll_task(&lp, "the rate-limit window ended");
 	complete("slow_rate", "late", id);
 	free(id);
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT max(\"count\") FROM \"RateLimitBuckets\""
 			    " WHERE \"queueName\" = 'default/slow_rate'",
 			    0, NULL),
@@ -1021,15 +1036,15 @@ Test(wake, completion_answers_a_poll_held_by_concurrent_exec_limit)
 	wait_scheduled("one_at_a_time", 2);
 
 	json_t *t = poll("one_at_a_time", "w", 2);
-	cr_assert_eq(json_array_size(t), 1, "%s", last_body);
+	cr_assert_eq(json_array_size(t), 1, "%s", e2e_last_body);
 	struct long_poll lp;
 	long_poll_start(&lp, "one_at_a_time");
 	cr_assert(th_wait_until(WAIT_MS, one_parked, NULL),
 		  "the second poll did not wait");
 	/* Completed through the other replica. */
-	srv = &servers[1];
+	e2e_use(1);
 	complete("one_at_a_time", "w", id_of(json_array_get(t, 0)));
-	srv = &servers[0];
+	e2e_use(0);
 	json_decref(t);
 	char *id = long_poll_task(&lp, "the task in progress completed");
 	complete("one_at_a_time", "late", id);
@@ -1041,8 +1056,8 @@ Test(wake, completion_answers_a_poll_held_by_concurrent_exec_limit)
 Test(api, lifecycle_and_shapes)
 {
 	start(1, NULL);
-	json_t *v = callj("PUT", NS "/semaphores/db-writers", 201,
-			  json_pack("{s:i}", "permits", 3));
+	json_t *v = e2e_callj("PUT", NS "/semaphores/db-writers", 201,
+			      json_pack("{s:i}", "permits", 3));
 	cr_assert_str_eq(json_string_value(json_object_get(v, "name")),
 			 "db-writers");
 	cr_assert_eq(json_integer_value(json_object_get(v, "permits")), 3);
@@ -1052,15 +1067,16 @@ Test(api, lifecycle_and_shapes)
 	cr_assert(json_is_string(json_object_get(v, "createdAt")));
 	cr_assert(json_is_string(json_object_get(v, "updatedAt")));
 	json_decref(v);
-	v = callj("PUT", NS "/semaphores/db-writers", 200,
-		  json_pack("{s:i,s:s}", "permits", 5, "name", "db-writers"));
+	v = e2e_callj(
+		"PUT", NS "/semaphores/db-writers", 200,
+		json_pack("{s:i,s:s}", "permits", 5, "name", "db-writers"));
 	cr_assert_eq(json_integer_value(json_object_get(v, "permits")), 5);
 	json_decref(v);
 	put_semaphore("alpha", 0, 201);
 
-	v = call("GET", NS "/semaphores", NULL, 200);
+	v = e2e_call("GET", NS "/semaphores", NULL, 200);
 	json_t *items = json_object_get(v, "items");
-	cr_assert_eq(json_array_size(items), 2, "%s", last_body);
+	cr_assert_eq(json_array_size(items), 2, "%s", e2e_last_body);
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_array_get(items, 0), "name")),
 			 "alpha");
@@ -1069,12 +1085,12 @@ Test(api, lifecycle_and_shapes)
 	cr_assert_eq(json_integer_value(json_object_get(v, "permits")), 5);
 	json_decref(v);
 
-	json_decref(call("DELETE", NS "/semaphores/db-writers", NULL, 204));
-	json_decref(call("DELETE", NS "/semaphores/db-writers", NULL, 404));
-	json_decref(call("GET", NS "/semaphores/db-writers", NULL, 404));
-	json_decref(call("GET", "/v1/ns/nope/semaphores", NULL, 404));
-	json_decref(call("PUT", "/v1/ns/nope/semaphores/x", "{\"permits\":1}",
-			 404));
+	json_decref(e2e_call("DELETE", NS "/semaphores/db-writers", NULL, 204));
+	json_decref(e2e_call("DELETE", NS "/semaphores/db-writers", NULL, 404));
+	json_decref(e2e_call("GET", NS "/semaphores/db-writers", NULL, 404));
+	json_decref(e2e_call("GET", "/v1/ns/nope/semaphores", NULL, 404));
+	json_decref(e2e_call("PUT", "/v1/ns/nope/semaphores/x",
+			     "{\"permits\":1}", 404));
 }
 
 Test(api, validation)
@@ -1094,10 +1110,11 @@ Test(api, validation)
 	snprintf(path, sizeof(path), NS "/semaphores/%s", longname);
 	expect_invalid("PUT", path, "{\"permits\":1}", "path.name");
 	expect_invalid("GET", NS "/semaphores/a%01b", NULL, "path.name");
-	json_t *v = call("PUT", p, "[1]", 400);
+	json_t *v = e2e_call("PUT", p, "[1]", 400);
 	json_decref(v);
-	v = call("PUT", p, "{\"permits\":", 400);
+	v = e2e_call("PUT", p, "{\"permits\":", 400);
 	json_decref(v);
-	cr_assert_eq(
-		th_int(sql, "SELECT count(*) FROM \"Semaphores\"", 0, NULL), 0);
+	cr_assert_eq(th_int(e2e_sql(), "SELECT count(*) FROM \"Semaphores\"", 0,
+			    NULL),
+		     0);
 }

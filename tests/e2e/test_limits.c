@@ -23,7 +23,7 @@
  * No assertion is about time: waits have deadlines, and what is asserted
  * is the answer (or the closed connection).
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -37,34 +37,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static struct th_db db;
-static struct th_server srv;
-static bool running;
+TestSuite(limits, .fini = e2e_stop);
 
-static void
-cleanup(void)
-{
-	if (running)
-		th_server_stop(&srv);
-	running = false;
-	th_db_drop(&db);
-}
-
-TestSuite(limits, .fini = cleanup);
-
-static void
-start(const char *const *flags)
-{
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, flags);
-	running = true;
-}
-
+/* SIGTERM: a clean exit, which under the sanitizers also means no leak. */
 static void
 stop(void)
 {
-	cr_assert_eq(th_server_stop(&srv), 0, "%s", srv.proc.output);
-	running = false;
+	cr_assert_eq(e2e_server_stop(0), 0, "%s", e2e_log());
 }
 
 static void
@@ -97,7 +76,8 @@ dial_from(int n)
 	cr_assert(bind(fd, (struct sockaddr *)&src, sizeof(src)) == 0,
 		  "bind 127.0.0.%d: %s", n, strerror(errno));
 	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)srv.port),
+				 .sin_port =
+					 htons((uint16_t)e2e_server()->port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	cr_assert(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
 	return fd;
@@ -168,7 +148,7 @@ metric_is(void *arg)
 {
 	struct metric_want *w = arg;
 	struct th_response r;
-	th_http(&srv, "GET", "/metrics", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/metrics", NULL, 0, &r);
 	bool ok = r.status == 200 && strstr(r.body, w->line);
 	th_response_free(&r);
 	return ok;
@@ -203,19 +183,20 @@ nested(int depth)
 Test(limits, json_deeper_than_the_limit_is_a_json_400)
 {
 	const char *flags[] = {"--max-json-depth", "8", NULL};
-	start(flags);
+	e2e_start(flags);
 	struct th_response r;
 
 	/* At the limit it is parsed: the answer is about the workflow. */
 	char *ok = nested(8);
-	th_http(&srv, "POST", "/v1/ns/default/workflows", ok, strlen(ok), &r);
+	th_http(e2e_server(), "POST", "/v1/ns/default/workflows", ok,
+		strlen(ok), &r);
 	cr_assert_neq(r.status, 400, "depth 8: %s", r.body);
 	th_response_free(&r);
 	free(ok);
 
 	char *deep = nested(9);
-	th_http(&srv, "POST", "/v1/ns/default/workflows", deep, strlen(deep),
-		&r);
+	th_http(e2e_server(), "POST", "/v1/ns/default/workflows", deep,
+		strlen(deep), &r);
 	cr_assert_eq(r.status, 400, "depth 9: %s", r.body);
 	assert_json_error(r.status, r.body, "bad_json", "--max-json-depth");
 	cr_assert(strstr(r.body, "8 levels"), "names the limit: %s", r.body);
@@ -227,13 +208,14 @@ Test(limits, json_deeper_than_the_limit_is_a_json_400)
 	char *brackets = malloc(n + 1);
 	memset(brackets, '[', n);
 	brackets[n] = '\0';
-	th_http(&srv, "POST", "/v1/ns/default/workflows", brackets, n, &r);
+	th_http(e2e_server(), "POST", "/v1/ns/default/workflows", brackets, n,
+		&r);
 	cr_assert_eq(r.status, 400, "%s", r.body);
 	assert_json_error(r.status, r.body, "bad_json", "");
 	th_response_free(&r);
 	free(brackets);
 
-	th_http(&srv, "GET", "/healthz", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/healthz", NULL, 0, &r);
 	cr_assert_eq(r.status, 200);
 	th_response_free(&r);
 	stop();
@@ -245,7 +227,7 @@ Test(limits, headers_over_the_limits_are_json_431_and_414)
 {
 	const char *flags[] = {"--max-header-bytes", "2048", "--max-headers",
 			       "10", NULL};
-	start(flags);
+	e2e_start(flags);
 	char req[8192];
 
 	/* Eleven headers (Host and ten more). */
@@ -310,10 +292,10 @@ Test(limits, headers_over_the_limits_are_json_431_and_414)
 	free(hreq);
 
 	struct th_response r;
-	th_http(&srv, "GET", "/healthz", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/healthz", NULL, 0, &r);
 	cr_assert_eq(r.status, 200);
 	th_response_free(&r);
-	th_http(&srv, "GET", "/metrics", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/metrics", NULL, 0, &r);
 	cr_assert(strstr(r.body, "nodeflow_http_header_limit_total 3\n"), "%s",
 		  r.body);
 	th_response_free(&r);
@@ -353,7 +335,7 @@ Test(limits, a_slow_client_cannot_hold_a_connection)
 	/* Never idle for a second, so only the request deadline applies. */
 	const char *flags[] = {"--request-timeout-seconds", "1",
 			       "--idle-timeout-seconds", "60", NULL};
-	start(flags);
+	e2e_start(flags);
 	char answer[4096];
 
 	/* Headers, one byte at a time, never finished. */
@@ -388,7 +370,7 @@ Test(limits, a_slow_client_cannot_hold_a_connection)
 	close(fd);
 
 	struct th_response r;
-	th_http(&srv, "GET", "/metrics", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/metrics", NULL, 0, &r);
 	cr_assert(strstr(r.body, "nodeflow_http_request_timeouts_total 2\n"),
 		  "%s", r.body);
 	th_response_free(&r);
@@ -429,7 +411,7 @@ Test(limits, parked_long_polls_are_capped_per_client_and_in_all)
 {
 	const char *flags[] = {"--max-parked-per-client", "2", "--max-parked",
 			       "3", NULL};
-	start(flags);
+	e2e_start(flags);
 	/* Two from 127.0.0.1 park. */
 	int a = poll_from(1, 8000), b = poll_from(1, 8000);
 	wait_metric("nodeflow_http_parked 2\n");
@@ -460,7 +442,7 @@ Test(limits, parked_long_polls_are_capped_per_client_and_in_all)
 		close(again[i]);
 	}
 	struct th_response r;
-	th_http(&srv, "GET", "/metrics", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/metrics", NULL, 0, &r);
 	cr_assert(strstr(r.body, "nodeflow_http_park_refused_total 2\n"), "%s",
 		  r.body);
 	th_response_free(&r);
@@ -500,7 +482,7 @@ Test(limits, a_busy_pool_answers_503_at_once_beyond_its_queue)
 			       "--http-threads",
 			       "4",
 			       NULL};
-	start(flags);
+	e2e_start(flags);
 	const char *list = "GET /v1/ns/default/workflows HTTP/1.1\r\n"
 			   "Host: x\r\nConnection: close\r\n\r\n";
 	/* Warm the pool's one connection (and the namespace cache). */
@@ -509,15 +491,15 @@ Test(limits, a_busy_pool_answers_503_at_once_beyond_its_queue)
 	free(raw);
 
 	/* Hold the table the list reads, so a list holds the connection. */
-	PGconn *c = th_connect(db.url);
+	PGconn *c = th_connect(e2e_db()->url);
 	th_exec(c, "BEGIN");
 	th_exec(c,
 		"LOCK TABLE \"WorkflowExecutions\" IN ACCESS EXCLUSIVE MODE");
-	PGconn *watch = th_connect(db.url);
+	PGconn *watch = th_connect(e2e_db()->url);
 
 	int holder = dial_from(1);
 	send_all(holder, list, strlen(list));
-	struct lock_wait w = {watch, db.name, 1};
+	struct lock_wait w = {watch, e2e_db()->name, 1};
 	cr_assert(th_wait_until(30000, lock_waiters_are, &w),
 		  "the list never waited for the lock");
 	/* The next waits for the connection: the queue's one place. */
@@ -527,7 +509,7 @@ Test(limits, a_busy_pool_answers_503_at_once_beyond_its_queue)
 
 	/* And the one after is refused at once. */
 	struct th_response r;
-	th_http(&srv, "GET", "/v1/ns/default/workflows", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/v1/ns/default/workflows", NULL, 0, &r);
 	cr_assert_eq(r.status, 503, "%s", r.body);
 	cr_assert(strcasestr(r.headers, "\r\nRetry-After: "), "%s", r.headers);
 	assert_json_error(r.status, r.body, "unavailable", "--db-queue");
@@ -542,7 +524,7 @@ Test(limits, a_busy_pool_answers_503_at_once_beyond_its_queue)
 		free(raw);
 		close(fds[i]);
 	}
-	th_http(&srv, "GET", "/metrics", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/metrics", NULL, 0, &r);
 	cr_assert(strstr(r.body, "nodeflow_db_pool_refused_total 1\n"), "%s",
 		  r.body);
 	th_response_free(&r);
@@ -594,7 +576,7 @@ new_connection_served(void *arg)
 Test(limits, connections_are_capped_per_client)
 {
 	const char *flags[] = {"--max-connections-per-client", "3", NULL};
-	start(flags);
+	e2e_start(flags);
 	int held[3];
 	for (int i = 0; i < 3; i++) {
 		held[i] = dial_from(4);

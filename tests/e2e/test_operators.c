@@ -24,142 +24,35 @@
  * Every test gets its own database and server; the server's output is
  * drained by a thread and kept for failure messages.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 enum {
 	DECIDE_TIMEOUT_MS = 15000,
-	LOG_SIZE = 32768,
 };
 
-static struct th_db db;
-static struct th_server srv_s;
-static struct th_server *srv;
-static PGconn *sql;
-static pthread_t drain;
-static bool draining;
-static char server_log[LOG_SIZE];
-static size_t log_len;
-
-static void *
-drain_main(void *arg)
-{
-	(void)arg;
-	char buf[4096];
-	for (;;) {
-		ssize_t n = read(srv_s.proc.out_fd, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		if (log_len + (size_t)n >= LOG_SIZE) {
-			size_t keep = LOG_SIZE / 2;
-			memmove(server_log, server_log + log_len - keep, keep);
-			log_len = keep;
-		}
-		if ((size_t)n < LOG_SIZE - 1 - log_len) {
-			memcpy(server_log + log_len, buf, (size_t)n);
-			log_len += (size_t)n;
-		}
-		server_log[log_len] = '\0';
-	}
-	return NULL;
-}
-
-static void
-cleanup(void)
-{
-	if (sql) {
-		PQfinish(sql);
-		sql = NULL;
-	}
-	if (srv_s.proc.pid > 0) {
-		kill(srv_s.proc.pid, SIGKILL);
-		waitpid(srv_s.proc.pid, NULL, 0);
-		srv_s.proc.pid = 0;
-	}
-	if (draining) {
-		pthread_join(drain, NULL);
-		draining = false;
-		close(srv_s.proc.out_fd);
-	}
-	th_db_drop(&db);
-}
-
-TestSuite(inline_rows, .fini = cleanup);
-TestSuite(switch_op, .fini = cleanup);
-TestSuite(fork, .fini = cleanup);
-TestSuite(loop, .fini = cleanup);
-TestSuite(misc, .fini = cleanup);
-
-static void
-start(void)
-{
-	th_db_clone(&db);
-	th_server_start(&srv_s, db.url, NULL);
-	srv = &srv_s;
-	cr_assert(pthread_create(&drain, NULL, drain_main, NULL) == 0);
-	draining = true;
-	sql = th_connect(db.url);
-}
+TestSuite(inline_rows, .fini = e2e_stop);
+TestSuite(switch_op, .fini = e2e_stop);
+TestSuite(fork, .fini = e2e_stop);
+TestSuite(loop, .fini = e2e_stop);
+TestSuite(misc, .fini = e2e_stop);
 
 /* ---------------------------------------------------------- HTTP helpers */
 
 #define MAYBE_UNUSED __attribute__((unused))
-
-static char last_body[65536];
-
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(srv, method, path, body, body ? strlen(body) : 0, &r);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = NULL;
-	if (r.body_len) {
-		json_error_t je;
-		v = json_loadb(r.body, r.body_len, 0, &je);
-		cr_assert_not_null(v, "%s %s: body is not JSON: %s", method,
-				   path, r.body);
-	}
-	th_response_free(&r);
-	return v;
-}
-
-static json_t *
-callj(const char *method, const char *path, long status, json_t *body)
-{
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	json_t *v = call(method, path, text, status);
-	free(text);
-	return v;
-}
-
-static const char *
-str_at(const json_t *obj, const char *key)
-{
-	const json_t *v = json_object_get(obj, key);
-	cr_assert(json_is_string(v), "\"%s\" is not a string: %s", key,
-		  last_body);
-	return json_string_value(v);
-}
 
 MAYBE_UNUSED static long long
 int_at(const json_t *obj, const char *key)
 {
 	const json_t *v = json_object_get(obj, key);
 	cr_assert(json_is_integer(v), "\"%s\" is not an integer: %s", key,
-		  last_body);
+		  e2e_last_body);
 	return json_integer_value(v);
 }
 
@@ -173,24 +66,24 @@ json_eq_text(const json_t *v, const char *text)
 	return eq;
 }
 
-#define NS "/v1/ns/default"
+#define NS E2E_NS
 
 static void
 put_task_def(const char *name, int retry_count)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/task-definitions/%s", name);
-	json_decref(callj("PUT", path, 201,
-			  json_pack("{s:s,s:i,s:s,s:i,s:i}", "name", name,
-				    "retryCount", retry_count, "retryLogic",
-				    "FIXED", "retryDelaySeconds", 0,
-				    "responseTimeoutSeconds", 60)));
+	json_decref(e2e_callj("PUT", path, 201,
+			      json_pack("{s:s,s:i,s:s,s:i,s:i}", "name", name,
+					"retryCount", retry_count, "retryLogic",
+					"FIXED", "retryDelaySeconds", 0,
+					"responseTimeoutSeconds", 60)));
 }
 
 static void
 put_workflow(const char *text)
 {
-	json_decref(call("POST", NS "/workflow-definitions", text, 201));
+	json_decref(e2e_call("POST", NS "/workflow-definitions", text, 201));
 }
 
 static void
@@ -199,17 +92,9 @@ start_workflow(const char *name, const char *input, char id[37])
 	char body[8192];
 	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"input\":%s}", name,
 		 input);
-	json_t *v = call("POST", NS "/workflows", body, 201);
-	snprintf(id, 37, "%s", str_at(v, "id"));
+	json_t *v = e2e_call("POST", NS "/workflows", body, 201);
+	snprintf(id, 37, "%s", e2e_str_at(v, "id"));
 	json_decref(v);
-}
-
-static json_t *
-get_workflow(const char *id)
-{
-	char path[256];
-	snprintf(path, sizeof(path), NS "/workflows/%s", id);
-	return call("GET", path, NULL, 200);
 }
 
 struct poll_probe {
@@ -224,11 +109,11 @@ polled_something(void *arg)
 	struct poll_probe *p = arg;
 	char path[256];
 	snprintf(path, sizeof(path), NS "/queues/%s/poll", p->queue);
-	json_t *v = callj(
+	json_t *v = e2e_callj(
 		"POST", path, 200,
 		json_pack("{s:s,s:i}", "workerId", "w1", "count", p->count));
 	json_t *tasks = json_object_get(v, "tasks");
-	cr_assert(json_is_array(tasks), "poll: %s", last_body);
+	cr_assert(json_is_array(tasks), "poll: %s", e2e_last_body);
 	if (json_array_size(tasks) == 0) {
 		json_decref(v);
 		return false;
@@ -244,7 +129,7 @@ poll_one(const char *queue)
 {
 	struct poll_probe p = {queue, 1, NULL};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, polled_something, &p),
-		  "no task on queue %s: %s", queue, server_log);
+		  "no task on queue %s: %s", queue, e2e_log());
 	json_t *t = json_incref(json_array_get(p.tasks, 0));
 	json_decref(p.tasks);
 	return t;
@@ -256,7 +141,7 @@ poll_many(const char *queue, int count)
 {
 	struct poll_probe p = {queue, count, NULL};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, polled_something, &p),
-		  "no task on queue %s: %s", queue, server_log);
+		  "no task on queue %s: %s", queue, e2e_log());
 	return p.tasks;
 }
 
@@ -269,9 +154,9 @@ task_op(const char *op, const char *queue, const char *task_id, json_t *body)
 	char *text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	struct th_response r;
-	th_http(srv, "POST", path, text, strlen(text), &r);
+	th_http(e2e_server(), "POST", path, text, strlen(text), &r);
 	free(text);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	snprintf(e2e_last_body, sizeof(e2e_last_body), "%s", r.body);
 	long status = r.status;
 	th_response_free(&r);
 	return status;
@@ -280,45 +165,19 @@ task_op(const char *op, const char *queue, const char *task_id, json_t *body)
 static void
 complete(const char *queue, const json_t *task, json_t *output)
 {
-	cr_assert_eq(task_op("complete", queue, str_at(task, "id"),
+	cr_assert_eq(task_op("complete", queue, e2e_str_at(task, "id"),
 			     json_pack("{s:s,s:o}", "workerId", "w1", "output",
 				       output)),
-		     200, "%s", last_body);
+		     200, "%s", e2e_last_body);
 }
 
 MAYBE_UNUSED static void
 fail(const char *queue, const json_t *task, const char *reason)
 {
-	cr_assert_eq(task_op("fail", queue, str_at(task, "id"),
+	cr_assert_eq(task_op("fail", queue, e2e_str_at(task, "id"),
 			     json_pack("{s:s,s:s,s:b}", "workerId", "w1",
 				       "reason", reason, "terminal", 1)),
-		     200, "%s", last_body);
-}
-
-struct status_probe {
-	const char *id;
-	const char *want;
-	char seen[32];
-};
-
-static bool
-reached_status(void *arg)
-{
-	struct status_probe *p = arg;
-	json_t *v = get_workflow(p->id);
-	snprintf(p->seen, sizeof(p->seen), "%s", str_at(v, "status"));
-	json_decref(v);
-	return strcmp(p->seen, p->want) == 0;
-}
-
-static json_t *
-wait_status(const char *id, const char *status)
-{
-	struct status_probe p = {id, status, ""};
-	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS * 4, reached_status, &p),
-		  "workflow %s stayed %s, wanted %s: %s", id, p.seen, status,
-		  server_log);
-	return get_workflow(id);
+		     200, "%s", e2e_last_body);
 }
 
 /* The latest task of wf with refName ref (NULL if none). */
@@ -353,15 +212,8 @@ static const char *
 status_of(const json_t *wf, const char *ref)
 {
 	const json_t *t = task_of(wf, ref);
-	cr_assert_not_null(t, "no task %s: %s", ref, last_body);
-	return str_at(t, "status");
-}
-
-static long long
-sql_int(const char *q, const char *param)
-{
-	const char *params[] = {param};
-	return th_int(sql, q, param ? 1 : 0, param ? params : NULL);
+	cr_assert_not_null(t, "no task %s: %s", ref, e2e_last_body);
+	return e2e_str_at(t, "status");
 }
 
 /* ============================================================= inline */
@@ -381,7 +233,7 @@ static const char chain_wf[] =
 
 Test(inline_rows, operators_chain_in_one_evaluation)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(chain_wf);
 	char id[37];
@@ -389,34 +241,37 @@ Test(inline_rows, operators_chain_in_one_evaluation)
 	json_t *t = poll_one("work");
 	cr_assert(json_eq_text(json_object_get(t, "input"),
 			       "{\"x\":5,\"k\":\"v\"}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	/* One evaluation wrote SET_VARIABLE, NOOP and the worker task. */
-	cr_assert_eq(sql_int("SELECT \"version\" FROM \"WorkflowExecutions\""
-			     " WHERE \"id\" = $1::uuid",
-			     id),
-		     1);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
-			     " WHERE \"workflowId\" = $1::uuid AND"
-			     " \"queueName\" IS NULL AND \"deciderSeenAt\""
-			     " IS NOT NULL AND \"endedAt\" IS NOT NULL"
-			     " AND \"startedAt\" IS NOT NULL",
-			     id),
+	cr_assert_eq(
+		e2e_sql_int("SELECT \"version\" FROM \"WorkflowExecutions\""
+			    " WHERE \"id\" = $1::uuid",
+			    id),
+		1);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"workflowId\" = $1::uuid AND"
+				 " \"queueName\" IS NULL AND \"deciderSeenAt\""
+				 " IS NOT NULL AND \"endedAt\" IS NOT NULL"
+				 " AND \"startedAt\" IS NOT NULL",
+				 id),
 		     2);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\" q JOIN"
-			     " \"TaskExecutions\" t ON t.\"id\" = q.\"taskId\""
-			     " WHERE t.\"taskType\" IN ('NOOP','SET_VARIABLE')",
-			     NULL),
-		     0);
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(*) FROM \"TaskQueues\" q JOIN"
+			    " \"TaskExecutions\" t ON t.\"id\" = q.\"taskId\""
+			    " WHERE t.\"taskType\" IN ('NOOP','SET_VARIABLE')",
+			    NULL),
+		0);
 	complete("work", t, json_pack("{s:i}", "r", 9));
 	json_decref(t);
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert(json_eq_text(json_object_get(wf, "output"),
 			       "{\"vars\":{\"x\":5,\"k\":\"v\"},\"w\":9}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	cr_assert_str_eq(status_of(wf, "setv"), "COMPLETED");
 	cr_assert_str_eq(status_of(wf, "nop2"), "COMPLETED");
 	json_decref(wf);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"DecideQueues\"", NULL), 0);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"DecideQueues\"", NULL),
+		     0);
 }
 
 /* ============================================================= switch */
@@ -455,7 +310,7 @@ work_until_last(char *seen, size_t len, json_t **last_input)
 	seen[0] = '\0';
 	for (int i = 0; i < 10; i++) {
 		json_t *t = poll_one("work");
-		const char *ref = str_at(t, "refName");
+		const char *ref = e2e_str_at(t, "refName");
 		snprintf(seen + strlen(seen), len - strlen(seen), "%s%s",
 			 seen[0] ? " " : "", ref);
 		bool last = strcmp(ref, "last") == 0;
@@ -471,7 +326,7 @@ work_until_last(char *seen, size_t len, json_t **last_input)
 
 Test(switch_op, value_param_cases_default_and_what_follows)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(switch_wf);
 	char a[37], b[37], other[37];
@@ -481,37 +336,37 @@ Test(switch_op, value_param_cases_default_and_what_follows)
 	start_workflow("sw", "{\"kind\":\"a\"}", a);
 	work_until_last(seen, sizeof(seen), &in);
 	cr_assert_str_eq(seen, "in_a last");
-	cr_assert(json_eq_text(in, "{\"case\":\"a\"}"), "%s", last_body);
+	cr_assert(json_eq_text(in, "{\"case\":\"a\"}"), "%s", e2e_last_body);
 	json_decref(in);
-	json_t *wf = wait_status(a, "COMPLETED");
+	json_t *wf = e2e_wait_status(a, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_str_eq(status_of(wf, "after_a"), "COMPLETED");
 	cr_assert(json_eq_text(json_object_get(task_of(wf, "sw"), "output"),
 			       "{\"evaluationResult\":[\"a\"],"
 			       "\"selectedCase\":\"a\"}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	cr_assert_null(task_of(wf, "dflt"));
 	json_decref(wf);
 
 	start_workflow("sw", "{\"kind\":\"b\"}", b);
 	work_until_last(seen, sizeof(seen), NULL);
 	cr_assert_str_eq(seen, "last");
-	wf = wait_status(b, "COMPLETED");
+	wf = e2e_wait_status(b, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_str_eq(status_of(wf, "set_b"), "COMPLETED");
 	cr_assert(json_eq_text(json_object_get(wf, "variables"), "{\"b\":1}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(wf);
 
 	start_workflow("sw", "{\"kind\":\"zzz\"}", other);
 	work_until_last(seen, sizeof(seen), NULL);
 	cr_assert_str_eq(seen, "last");
-	wf = wait_status(other, "COMPLETED");
+	wf = e2e_wait_status(other, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_str_eq(status_of(wf, "dflt"), "COMPLETED");
 	json_decref(wf);
 }
 
 Test(switch_op, no_matching_case_and_no_default_goes_on_after_the_switch)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(switch_nodefault_wf);
 	char id[37];
@@ -520,9 +375,9 @@ Test(switch_op, no_matching_case_and_no_default_goes_on_after_the_switch)
 	start_workflow("swn", "{\"kind\":7}", id);
 	work_until_last(seen, sizeof(seen), &in);
 	cr_assert_str_eq(seen, "last");
-	cr_assert(json_eq_text(in, "{\"r\":[\"7\"]}"), "%s", last_body);
+	cr_assert(json_eq_text(in, "{\"r\":[\"7\"]}"), "%s", e2e_last_body);
 	json_decref(in);
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_str_eq(status_of(wf, "sw"), "COMPLETED");
 	cr_assert_null(task_of(wf, "in_a"));
 	json_decref(wf);
@@ -543,7 +398,7 @@ static const char decision_wf[] =
 
 Test(switch_op, legacy_decision_and_exclusive_join)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(decision_wf);
 	char id[37];
@@ -552,9 +407,9 @@ Test(switch_op, legacy_decision_and_exclusive_join)
 	start_workflow("dec", "{\"k\":\"y\"}", id);
 	work_until_last(seen, sizeof(seen), &in);
 	cr_assert_str_eq(seen, "wy last");
-	cr_assert(json_eq_text(in, "{\"j\":\"wy\"}"), "%s", last_body);
+	cr_assert(json_eq_text(in, "{\"j\":\"wy\"}"), "%s", e2e_last_body);
 	json_decref(in);
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_str_eq(status_of(wf, "ej"), "COMPLETED");
 	json_decref(wf);
 }
@@ -576,52 +431,54 @@ static const char fork_wf[] =
 
 Test(fork, static_branches_join_with_their_outputs)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(fork_wf);
 	char id[37];
 	start_workflow("fk", "{}", id);
 	json_t *t1 = poll_one("work");
 	json_t *t2 = poll_one("work");
-	cr_assert_str_neq(str_at(t1, "refName"), str_at(t2, "refName"));
-	json_t *wf = get_workflow(id);
+	cr_assert_str_neq(e2e_str_at(t1, "refName"), e2e_str_at(t2, "refName"));
+	json_t *wf = e2e_get_workflow(id);
 	cr_assert_str_eq(status_of(wf, "j"), "IN_PROGRESS");
 	cr_assert_str_eq(status_of(wf, "b3"), "COMPLETED");
 	json_decref(wf);
-	complete("work", t1, json_pack("{s:s}", "by", str_at(t1, "refName")));
-	complete("work", t2, json_pack("{s:s}", "by", str_at(t2, "refName")));
+	complete("work", t1,
+		 json_pack("{s:s}", "by", e2e_str_at(t1, "refName")));
+	complete("work", t2,
+		 json_pack("{s:s}", "by", e2e_str_at(t2, "refName")));
 	json_decref(t1);
 	json_decref(t2);
 	json_t *last = poll_one("work");
-	cr_assert_str_eq(str_at(last, "refName"), "last");
+	cr_assert_str_eq(e2e_str_at(last, "refName"), "last");
 	cr_assert(json_eq_text(json_object_get(last, "input"),
 			       "{\"j\":{\"b1n\":{},\"b2\":{\"by\":\"b2\"},"
 			       "\"b3\":{}}}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	complete("work", last, json_object());
 	json_decref(last);
-	wf = wait_status(id, "COMPLETED");
+	wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_str_eq(status_of(wf, "j"), "COMPLETED");
 	json_decref(wf);
 }
 
 Test(fork, a_failed_branch_fails_the_join_and_the_workflow)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(fork_wf);
 	char id[37];
 	start_workflow("fk", "{}", id);
 	json_t *t = poll_one("work");
 	char ref[64];
-	snprintf(ref, sizeof(ref), "%s", str_at(t, "refName"));
+	snprintf(ref, sizeof(ref), "%s", e2e_str_at(t, "refName"));
 	fail("work", t, "broken branch");
 	json_decref(t);
-	json_t *wf = wait_status(id, "FAILED");
+	json_t *wf = e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_str_eq(status_of(wf, "j"), "FAILED");
-	cr_assert(strstr(str_at(wf, "reason"), ref), "%s", last_body);
-	cr_assert(strstr(str_at(wf, "reason"), "broken branch"), "%s",
-		  last_body);
+	cr_assert(strstr(e2e_str_at(wf, "reason"), ref), "%s", e2e_last_body);
+	cr_assert(strstr(e2e_str_at(wf, "reason"), "broken branch"), "%s",
+		  e2e_last_body);
 	const char *other = strcmp(ref, "b1") == 0 ? "b2" : "b1";
 	cr_assert_str_eq(status_of(wf, other), "CANCELED");
 	cr_assert_null(task_of(wf, "last"));
@@ -660,15 +517,15 @@ drained_all(void *arg)
 			json_array_append_new(
 				results,
 				json_pack("{s:s,s:s,s:s,s:{s:O}}", "taskId",
-					  str_at(t, "id"), "workerId", "w1",
+					  e2e_str_at(t, "id"), "workerId", "w1",
 					  "status", "COMPLETED", "output", "i",
 					  json_object_get(in, "i")));
 		}
-		json_t *v = callj("POST", NS "/queues/work/results", 200,
-				  json_pack("{s:o}", "results", results));
+		json_t *v = e2e_callj("POST", NS "/queues/work/results", 200,
+				      json_pack("{s:o}", "results", results));
 		json_array_foreach (json_object_get(v, "results"), i, t) {
 			cr_assert(json_is_true(json_object_get(t, "ok")), "%s",
-				  last_body);
+				  e2e_last_body);
 			p->done++;
 		}
 		json_decref(v);
@@ -679,7 +536,7 @@ drained_all(void *arg)
 
 Test(fork, a_dynamic_fork_of_1000_branches_completes, .timeout = 300)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(dynfork_wf);
 	json_t *tasks = json_array(), *inputs = json_object();
@@ -698,26 +555,27 @@ Test(fork, a_dynamic_fork_of_1000_branches_completes, .timeout = 300)
 	char *body = malloc(strlen(text) + 64);
 	sprintf(body, "{\"name\":\"dyn\",\"input\":%s}", text);
 	free(text);
-	json_t *v = call("POST", NS "/workflows", body, 201);
+	json_t *v = e2e_call("POST", NS "/workflows", body, 201);
 	free(body);
 	char id[37];
-	snprintf(id, sizeof(id), "%s", str_at(v, "id"));
+	snprintf(id, sizeof(id), "%s", e2e_str_at(v, "id"));
 	json_decref(v);
 
 	struct drain_probe p = {0};
 	cr_assert(th_wait_until(240000, drained_all, &p),
-		  "only %d branches done: %s", p.done, server_log);
-	json_t *wf = wait_status(id, "COMPLETED");
+		  "only %d branches done: %s", p.done, e2e_log());
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	json_t *j = json_object_get(json_object_get(wf, "output"), "j");
-	cr_assert_eq(json_object_size(j), 1000, "%s", last_body);
+	cr_assert_eq(json_object_size(j), 1000, "%s", e2e_last_body);
 	cr_assert(json_eq_text(json_object_get(j, "br517"), "{\"i\":517}"));
 	json_decref(wf);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskExecutions\""
-			     " WHERE \"workflowId\" = $1::uuid"
-			     " AND \"forkRef\" = 'df'",
-			     id),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"workflowId\" = $1::uuid"
+				 " AND \"forkRef\" = 'df'",
+				 id),
 		     1000);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"DecideQueues\"", NULL), 0);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"DecideQueues\"", NULL),
+		     0);
 }
 
 static const char dynfork_simple_wf[] =
@@ -730,24 +588,24 @@ static const char dynfork_simple_wf[] =
 
 Test(fork, dynamic_fork_simple_form)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(dynfork_simple_wf);
 	char id[37];
 	start_workflow("dyns", "{\"items\":[{\"i\":1},{\"i\":2}]}", id);
 	for (int k = 0; k < 2; k++) {
 		json_t *t = poll_one("work");
-		const char *ref = str_at(t, "refName");
+		const char *ref = e2e_str_at(t, "refName");
 		cr_assert(strcmp(ref, "df_0") == 0 || strcmp(ref, "df_1") == 0,
 			  "%s", ref);
 		complete("work", t, json_pack("{s:s}", "ref", ref));
 		json_decref(t);
 	}
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert(json_eq_text(json_object_get(wf, "output"),
 			       "{\"df_0\":{\"ref\":\"df_0\"},"
 			       "\"df_1\":{\"ref\":\"df_1\"}}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(wf);
 }
 
@@ -768,7 +626,7 @@ static const char items_wf[] =
 
 Test(loop, items_iterate_with_the_iteration_in_the_identity)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(items_wf);
 	char id[37];
@@ -776,33 +634,33 @@ Test(loop, items_iterate_with_the_iteration_in_the_identity)
 	const char *want[] = {"x", "y", "z"};
 	for (int i = 0; i < 3; i++) {
 		json_t *t = poll_one("work");
-		cr_assert_str_eq(str_at(t, "refName"), "body");
+		cr_assert_str_eq(e2e_str_at(t, "refName"), "body");
 		json_t *in = json_object_get(t, "input");
-		cr_assert_str_eq(str_at(in, "item"), want[i]);
+		cr_assert_str_eq(e2e_str_at(in, "item"), want[i]);
 		cr_assert_eq(int_at(in, "index"), i);
 		complete("work", t, json_pack("{s:s}", "got", want[i]));
 		json_decref(t);
 	}
 	json_t *t = poll_one("work");
-	cr_assert_str_eq(str_at(t, "refName"), "last");
+	cr_assert_str_eq(e2e_str_at(t, "refName"), "last");
 	cr_assert(json_eq_text(json_object_get(t, "input"),
 			       "{\"it\":3,\"second\":\"y\"}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	complete("work", t, json_object());
 	json_decref(t);
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_eq(count_ref(wf, "body"), 3);
 	const json_t *loop = task_of(wf, "loop");
-	cr_assert_str_eq(str_at(loop, "status"), "COMPLETED");
+	cr_assert_str_eq(e2e_str_at(loop, "status"), "COMPLETED");
 	cr_assert(json_eq_text(
 			  json_object_get(json_object_get(loop, "output"), "1"),
 			  "{\"body\":{\"got\":\"x\"},\"tail\":{}}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(wf);
-	cr_assert_eq(sql_int("SELECT max(\"iteration\") FROM"
-			     " \"TaskExecutions\" WHERE \"workflowId\" ="
-			     " $1::uuid AND \"refName\" = 'body'",
-			     id),
+	cr_assert_eq(e2e_sql_int("SELECT max(\"iteration\") FROM"
+				 " \"TaskExecutions\" WHERE \"workflowId\" ="
+				 " $1::uuid AND \"refName\" = 'body'",
+				 id),
 		     3);
 }
 
@@ -821,7 +679,7 @@ static const char misc_wf[] =
 
 Test(misc, dynamic_optional_and_terminate)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_task_def("other", 0);
 	put_task_def("opt", 0);
@@ -829,17 +687,17 @@ Test(misc, dynamic_optional_and_terminate)
 	char id[37];
 	start_workflow("misc", "{\"which\":\"other\"}", id);
 	json_t *t = poll_one("other");
-	cr_assert_str_eq(str_at(t, "refName"), "dyn");
+	cr_assert_str_eq(e2e_str_at(t, "refName"), "dyn");
 	complete("other", t, json_object());
 	json_decref(t);
 	t = poll_one("opt");
 	fail("opt", t, "not today");
 	json_decref(t);
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_str_eq(status_of(wf, "opt"), "COMPLETED_WITH_ERRORS");
 	cr_assert(json_eq_text(json_object_get(wf, "output"),
 			       "{\"opt\":\"COMPLETED_WITH_ERRORS\"}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	cr_assert_null(task_of(wf, "never"));
 	json_decref(wf);
 }
@@ -852,14 +710,14 @@ static const char terminate_wf[] =
 
 Test(misc, terminate_failed)
 {
-	start();
+	e2e_start(NULL);
 	put_workflow(terminate_wf);
 	char id[37];
 	start_workflow("term", "{}", id);
-	json_t *wf = wait_status(id, "FAILED");
-	cr_assert_str_eq(str_at(wf, "reason"), "nope");
+	json_t *wf = e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS * 4);
+	cr_assert_str_eq(e2e_str_at(wf, "reason"), "nope");
 	cr_assert(json_eq_text(json_object_get(wf, "output"), "{\"a\":1}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(wf);
 }
 
@@ -878,7 +736,7 @@ static const char switch_js_wf[] =
 
 Test(switch_op, javascript_evaluator)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(switch_js_wf);
 	char big[37], small[37];
@@ -889,8 +747,8 @@ Test(switch_op, javascript_evaluator)
 	start_workflow("swjs", "{\"n\":1}", small);
 	work_until_last(seen, sizeof(seen), NULL);
 	cr_assert_str_eq(seen, "w_small last");
-	json_decref(wait_status(big, "COMPLETED"));
-	json_decref(wait_status(small, "COMPLETED"));
+	json_decref(e2e_wait_status(big, "COMPLETED", DECIDE_TIMEOUT_MS * 4));
+	json_decref(e2e_wait_status(small, "COMPLETED", DECIDE_TIMEOUT_MS * 4));
 }
 
 static const char switch_throw_wf[] =
@@ -902,13 +760,13 @@ static const char switch_throw_wf[] =
 
 Test(switch_op, a_script_that_throws_fails_the_workflow)
 {
-	start();
+	e2e_start(NULL);
 	put_workflow(switch_throw_wf);
 	char id[37];
 	start_workflow("swthrow", "{}", id);
-	json_t *wf = wait_status(id, "FAILED");
-	cr_assert(strstr(str_at(wf, "reason"), "no case for you"), "%s",
-		  last_body);
+	json_t *wf = e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS * 4);
+	cr_assert(strstr(e2e_str_at(wf, "reason"), "no case for you"), "%s",
+		  e2e_last_body);
 	cr_assert_str_eq(status_of(wf, "sw"), "FAILED");
 	json_decref(wf);
 }
@@ -925,7 +783,7 @@ static const char loop_wf[] =
 
 Test(loop, loop_condition_and_keep_last_n)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(loop_wf);
 	char id[37];
@@ -933,18 +791,18 @@ Test(loop, loop_condition_and_keep_last_n)
 	for (int i = 1; i <= 4; i++) {
 		json_t *t = poll_one("work");
 		cr_assert_eq(int_at(json_object_get(t, "input"), "it"), i);
-		cr_assert_eq(int_at(t, "iteration"), i, "%s", last_body);
+		cr_assert_eq(int_at(t, "iteration"), i, "%s", e2e_last_body);
 		complete("work", t, json_pack("{s:i}", "n", i));
 		json_decref(t);
 	}
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	json_t *out = json_object_get(task_of(wf, "loop"), "output");
-	cr_assert_eq(int_at(out, "iteration"), 4, "%s", last_body);
-	cr_assert_null(json_object_get(out, "1"), "%s", last_body);
-	cr_assert_null(json_object_get(out, "2"), "%s", last_body);
+	cr_assert_eq(int_at(out, "iteration"), 4, "%s", e2e_last_body);
+	cr_assert_null(json_object_get(out, "1"), "%s", e2e_last_body);
+	cr_assert_null(json_object_get(out, "2"), "%s", e2e_last_body);
 	cr_assert(
 		json_eq_text(json_object_get(out, "4"), "{\"body\":{\"n\":4}}"),
-		"%s", last_body);
+		"%s", e2e_last_body);
 	json_decref(wf);
 }
 
@@ -959,15 +817,16 @@ static const char loop_throw_wf[] =
 
 Test(loop, a_condition_that_throws_fails_the_loop_and_the_workflow)
 {
-	start();
+	e2e_start(NULL);
 	put_workflow(loop_throw_wf);
 	char id[37];
 	start_workflow("loopt", "{}", id);
-	json_t *wf = wait_status(id, "FAILED");
+	json_t *wf = e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_str_eq(status_of(wf, "loop"), "FAILED");
-	cr_assert(strstr(str_at(wf, "reason"), "loopCondition"), "%s",
-		  last_body);
-	cr_assert(strstr(str_at(wf, "reason"), "TypeError"), "%s", last_body);
+	cr_assert(strstr(e2e_str_at(wf, "reason"), "loopCondition"), "%s",
+		  e2e_last_body);
+	cr_assert(strstr(e2e_str_at(wf, "reason"), "TypeError"), "%s",
+		  e2e_last_body);
 	cr_assert_null(task_of(wf, "after"));
 	json_decref(wf);
 }
@@ -984,19 +843,20 @@ static const char noop_loop_wf[] =
 
 Test(loop, a_loop_of_operators_runs_in_one_evaluation)
 {
-	start();
+	e2e_start(NULL);
 	put_workflow(noop_loop_wf);
 	char id[37];
 	start_workflow("loopn", "{}", id);
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert(json_eq_text(json_object_get(wf, "output"), "{\"i\":50}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	cr_assert_eq(count_ref(wf, "body"), 50);
 	json_decref(wf);
-	cr_assert_eq(sql_int("SELECT \"version\" FROM \"WorkflowExecutions\""
-			     " WHERE \"id\" = $1::uuid",
-			     id),
-		     1);
+	cr_assert_eq(
+		e2e_sql_int("SELECT \"version\" FROM \"WorkflowExecutions\""
+			    " WHERE \"id\" = $1::uuid",
+			    id),
+		1);
 }
 
 /* ========================================================= startDelay */
@@ -1008,35 +868,35 @@ static const char delay_wf[] =
 static bool
 scheduled(void *arg)
 {
-	return sql_int("SELECT count(*) FROM \"TaskExecutions\""
-		       " WHERE \"workflowId\" = $1::uuid",
-		       arg) > 0;
+	return e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+			   " WHERE \"workflowId\" = $1::uuid",
+			   arg) > 0;
 }
 
 Test(misc, start_delay_holds_the_task_back)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(delay_wf);
 	char id[37];
 	start_workflow("delay", "{}", id);
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, scheduled, id));
 	/* Queued, but not available before its delay. */
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\" q"
-			     " WHERE q.\"workflowId\" = $1::uuid"
-			     " AND q.\"leasedBy\" IS NULL"
-			     " AND q.\"leaseExpiresAt\" > now()",
-			     id),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\" q"
+				 " WHERE q.\"workflowId\" = $1::uuid"
+				 " AND q.\"leasedBy\" IS NULL"
+				 " AND q.\"leaseExpiresAt\" > now()",
+				 id),
 		     1);
-	cr_assert_eq(sql_int("SELECT \"startDelaySeconds\" FROM"
-			     " \"TaskExecutions\" WHERE \"workflowId\" ="
-			     " $1::uuid",
-			     id),
+	cr_assert_eq(e2e_sql_int("SELECT \"startDelaySeconds\" FROM"
+				 " \"TaskExecutions\" WHERE \"workflowId\" ="
+				 " $1::uuid",
+				 id),
 		     2);
 	json_t *t = poll_one("work");
 	complete("work", t, json_object());
 	json_decref(t);
-	json_decref(wait_status(id, "COMPLETED"));
+	json_decref(e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4));
 }
 
 /* ============================================================ examples */
@@ -1079,17 +939,17 @@ example_output(const char *name, const char *want)
 {
 	char id[37];
 	run_example(name, id);
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert(json_eq_text(json_object_get(wf, "output"), want),
-		  "example %s: %s", name, last_body);
+		  "example %s: %s", name, e2e_last_body);
 	json_decref(wf);
 }
 
-TestSuite(examples, .fini = cleanup);
+TestSuite(examples, .fini = e2e_stop);
 
 Test(examples, every_operator_example_runs)
 {
-	start();
+	e2e_start(NULL);
 	example_output("switch", "{\"case\":\"fruit\",\"shelf\":\"produce\"}");
 	example_output("switch_js", "{\"review\":true}");
 	example_output("decision", "{\"case\":\"fr\"}");
@@ -1103,60 +963,60 @@ Test(examples, every_operator_example_runs)
 
 	char id[37];
 	run_example("do_while_items", id);
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	json_t *rounds =
 		json_object_get(json_object_get(wf, "output"), "rounds");
-	cr_assert_eq(int_at(rounds, "iteration"), 3, "%s", last_body);
-	cr_assert_str_eq(str_at(rounds, "loopItem"), "blue");
+	cr_assert_eq(int_at(rounds, "iteration"), 3, "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(rounds, "loopItem"), "blue");
 	cr_assert(json_eq_text(json_object_get(wf, "variables"),
 			       "{\"color\":\"blue\",\"index\":2}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(wf);
 
 	char *greet = read_text("examples/hello/greet.task.json");
-	json_decref(call("PUT", NS "/task-definitions/greet", greet, 201));
+	json_decref(e2e_call("PUT", NS "/task-definitions/greet", greet, 201));
 	free(greet);
 	run_example("dynamic", id);
 	json_t *t = poll_one("greet");
-	cr_assert_str_eq(str_at(t, "refName"), "pick");
+	cr_assert_str_eq(e2e_str_at(t, "refName"), "pick");
 	complete("greet", t, json_pack("{s:s}", "greeting", "Hello, Ada"));
 	json_decref(t);
 	t = poll_one("greet");
-	cr_assert_str_eq(str_at(t, "refName"), "maybe");
+	cr_assert_str_eq(e2e_str_at(t, "refName"), "maybe");
 	fail("greet", t, "not in the mood");
 	json_decref(t);
-	wf = wait_status(id, "COMPLETED");
+	wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert(json_eq_text(json_object_get(wf, "output"),
 			       "{\"greeting\":\"Hello, Ada\","
 			       "\"maybe\":\"COMPLETED_WITH_ERRORS\"}"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(wf);
 }
 
 Test(fork, retrying_a_failed_branch_reopens_the_join)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("work", 0);
 	put_workflow(fork_wf);
 	char id[37];
 	start_workflow("fk", "{}", id);
 	json_t *t = poll_one("work");
 	char ref[64];
-	snprintf(ref, sizeof(ref), "%s", str_at(t, "refName"));
+	snprintf(ref, sizeof(ref), "%s", e2e_str_at(t, "refName"));
 	fail("work", t, "broken branch");
 	json_decref(t);
-	json_decref(wait_status(id, "FAILED"));
+	json_decref(e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS * 4));
 
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/retry", id);
-	json_decref(call("POST", path, NULL, 200));
+	json_decref(e2e_call("POST", path, NULL, 200));
 	/* Both worker branches run again: the failed one, and the one the
 	 * failure cancelled (counting it as ended would let the JOIN finish
 	 * without it). */
 	bool seen_b1 = false, seen_b2 = false;
 	for (int i = 0; i < 2; i++) {
 		t = poll_one("work");
-		const char *r = str_at(t, "refName");
+		const char *r = e2e_str_at(t, "refName");
 		cr_assert(strcmp(r, "b1") == 0 || strcmp(r, "b2") == 0, "%s",
 			  r);
 		cr_assert_eq(int_at(t, "attempt"), 1, "%s", r);
@@ -1169,19 +1029,19 @@ Test(fork, retrying_a_failed_branch_reopens_the_join)
 	}
 	cr_assert(seen_b1 && seen_b2);
 	t = poll_one("work");
-	cr_assert_str_eq(str_at(t, "refName"), "last");
+	cr_assert_str_eq(e2e_str_at(t, "refName"), "last");
 	json_t *j = json_object_get(json_object_get(t, "input"), "j");
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(j, "b2"), "by")),
 			 "b2", "%s", json_dumps(j, 0));
 	complete("work", t, json_object());
 	json_decref(t);
-	json_t *wf = wait_status(id, "COMPLETED");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS * 4);
 	cr_assert_str_eq(status_of(wf, "j"), "COMPLETED");
 	cr_assert_eq(count_ref(wf, "j"), 2);
 	json_decref(wf);
 	snprintf(path, sizeof(path), NS "/workflows/%s/events", id);
-	json_t *h = call("GET", path, NULL, 200);
+	json_t *h = e2e_call("GET", path, NULL, 200);
 	size_t i;
 	json_t *ev;
 	json_array_foreach (json_object_get(h, "events"), i, ev)

@@ -26,7 +26,7 @@
  *                and the validation errors; a Conductor definition's
  *                workflowStatusListenerEnabled/Sink makes its listener.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -60,97 +60,22 @@ static const char *const fast[] = {"--outbox-backoff-ms",
 
 /* ------------------------------------------------------------- fixtures */
 
-static struct th_db db;
-static struct th_server srv[2];
-static pthread_t drains[2];
-static int nservers;
-
-static void *
-drain_main(void *arg)
-{
-	struct th_server *s = arg;
-	char buf[4096];
-	while (read(s->proc.out_fd, buf, sizeof(buf)) > 0)
-		;
-	return NULL;
-}
-
-static bool db_cloned;
-
-static void
-start_server(const char *const *flags)
-{
-	if (nservers == 0 && !db_cloned)
-		th_db_clone(&db);
-	db_cloned = true;
-	struct th_server *s = &srv[nservers];
-	th_server_start(s, db.url, flags);
-	cr_assert(pthread_create(&drains[nservers], NULL, drain_main, s) == 0);
-	nservers++;
-}
-
-static void
-cleanup(void)
-{
-	for (int i = 0; i < nservers; i++) {
-		kill(srv[i].proc.pid, SIGKILL);
-		waitpid(srv[i].proc.pid, NULL, 0);
-		pthread_join(drains[i], NULL);
-		close(srv[i].proc.out_fd);
-	}
-	nservers = 0;
-	if (db_cloned)
-		th_db_drop(&db);
-	db_cloned = false;
-}
-
-TestSuite(retry, .fini = cleanup);
-TestSuite(dead, .fini = cleanup);
-TestSuite(listener, .fini = cleanup);
-TestSuite(transaction, .fini = cleanup);
-TestSuite(replicas, .fini = cleanup);
-TestSuite(api, .fini = cleanup);
-TestSuite(retention, .fini = cleanup);
+TestSuite(retry, .fini = e2e_stop);
+TestSuite(dead, .fini = e2e_stop);
+TestSuite(listener, .fini = e2e_stop);
+TestSuite(transaction, .fini = e2e_stop);
+TestSuite(replicas, .fini = e2e_stop);
+TestSuite(api, .fini = e2e_stop);
+TestSuite(retention, .fini = e2e_stop);
 
 /* ---------------------------------------------------------- HTTP helpers */
-
-static char last_body[16384];
-
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(&srv[0], method, path, body, body ? strlen(body) : 0, &r);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = NULL;
-	if (r.body_len) {
-		json_error_t je;
-		v = json_loadb(r.body, r.body_len, 0, &je);
-		cr_assert_not_null(v, "%s %s: body is not JSON: %s", method,
-				   path, r.body);
-	}
-	th_response_free(&r);
-	return v;
-}
-
-static json_t *
-callj(const char *method, const char *path, long status, json_t *body)
-{
-	cr_assert_not_null(body, "bad json_pack in the test");
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	json_t *v = call(method, path, text, status);
-	free(text);
-	return v;
-}
 
 /* A workflow "name" of one EVENT task publishing to sink. */
 static void
 put_event_workflow(const char *name, const char *sink)
 {
-	json_decref(callj("POST", NS "/workflow-definitions", 201,
+	json_decref(
+		e2e_callj("POST", NS "/workflow-definitions", 201,
 			  json_pack("{s:s,s:i,s:[{s:s,s:s,s:s,s:s,s:{s:s}}]}",
 				    "name", name, "version", 1, "tasks", "name",
 				    "ev", "taskReferenceName", "ev", "type",
@@ -161,11 +86,11 @@ put_event_workflow(const char *name, const char *sink)
 static void
 start_workflow(const char *name, const char *k, char id[37])
 {
-	json_t *v = callj(
+	json_t *v = e2e_callj(
 		"POST", NS "/workflows", 201,
 		json_pack("{s:s,s:{s:s}}", "name", name, "input", "k", k));
 	const char *s = json_string_value(json_object_get(v, "id"));
-	cr_assert_not_null(s, "start: %s", last_body);
+	cr_assert_not_null(s, "start: %s", e2e_last_body);
 	snprintf(id, 37, "%s", s);
 	json_decref(v);
 }
@@ -175,7 +100,7 @@ completed(void *arg)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s", (const char *)arg);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	bool done = strcmp(json_string_value(json_object_get(v, "status")),
 			   "COMPLETED") == 0;
 	json_decref(v);
@@ -358,10 +283,10 @@ put_sink(const char *name, const char *path, long status)
 	char url[128], route[128];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", rx.port, path);
 	snprintf(route, sizeof(route), NS "/sinks/%s", name);
-	json_decref(callj("PUT", route, status,
-			  json_pack("{s:s,s:s,s:s,s:{s:s}}", "kind", "webhook",
-				    "url", url, "secret", SECRET, "headers",
-				    "X-Team", "orders")));
+	json_decref(e2e_callj("PUT", route, status,
+			      json_pack("{s:s,s:s,s:s,s:{s:s}}", "kind",
+					"webhook", "url", url, "secret", SECRET,
+					"headers", "X-Team", "orders")));
 }
 
 static bool
@@ -386,7 +311,7 @@ signature_valid(const struct hit *h)
 static PGconn *
 sql(void)
 {
-	return th_connect(db.url);
+	return th_connect(e2e_db()->url);
 }
 
 /* ----------------------------------------------------------------- tests */
@@ -395,9 +320,9 @@ Test(retry, fails_twice_then_delivers_once_signed)
 {
 	rx_start();
 	rx.flaky_failures = 2;
-	start_server((const char *const[]){
-		"--outbox-backoff-ms", "50", "--outbox-backoff-max-ms", "200",
-		"--outbox-interval-ms", "100", NULL});
+	e2e_serve((const char *const[]){"--outbox-backoff-ms", "50",
+					"--outbox-backoff-max-ms", "200",
+					"--outbox-interval-ms", "100", NULL});
 	put_sink("flaky", "/flaky", 201);
 	put_event_workflow("announce", "webhook:flaky");
 	char id[37];
@@ -463,7 +388,7 @@ static bool
 dead_listed(void *arg)
 {
 	json_t **out = arg;
-	json_t *v = call("GET", NS "/outbox/dead-letter", NULL, 200);
+	json_t *v = e2e_call("GET", NS "/outbox/dead-letter", NULL, 200);
 	if (json_array_size(json_object_get(v, "items")) >= 2) {
 		*out = v;
 		return true;
@@ -476,7 +401,7 @@ static bool
 dead_empty(void *arg)
 {
 	(void)arg;
-	json_t *v = call("GET", NS "/outbox/dead-letter", NULL, 200);
+	json_t *v = e2e_call("GET", NS "/outbox/dead-letter", NULL, 200);
 	bool empty = json_array_size(json_object_get(v, "items")) == 1;
 	json_decref(v);
 	return empty;
@@ -486,7 +411,7 @@ Test(dead, dead_letters_lists_and_replays)
 {
 	rx_start();
 	rx.down = true;
-	start_server(fast);
+	e2e_serve(fast);
 	put_sink("down", "/down", 201);
 	put_event_workflow("to_down", "down");
 	put_event_workflow("to_nowhere", "webhook:nosuch");
@@ -496,7 +421,7 @@ Test(dead, dead_letters_lists_and_replays)
 
 	json_t *v = NULL;
 	cr_assert(th_wait_until(WAIT_MS, dead_listed, &v),
-		  "nothing dead-lettered: %s", last_body);
+		  "nothing dead-lettered: %s", e2e_last_body);
 	json_t *items = json_object_get(v, "items");
 	cr_assert_eq(json_array_size(items), 2);
 	cr_assert(json_is_null(json_object_get(v, "nextCursor")));
@@ -511,14 +436,14 @@ Test(dead, dead_letters_lists_and_replays)
 		else if (strcmp(wf, b) == 0)
 			nowhere = it;
 	}
-	cr_assert_not_null(down, "%s", last_body);
-	cr_assert_not_null(nowhere, "%s", last_body);
+	cr_assert_not_null(down, "%s", e2e_last_body);
+	cr_assert_not_null(nowhere, "%s", e2e_last_body);
 	/* The dashboard's shape, exactly. */
 	const char *keys[] = {
 		"id",        "eventType",     "sink",     "workflowId",
 		"taskId",    "payload",       "attempts", "lastError",
 		"createdAt", "deadLetteredAt"};
-	cr_assert_eq(json_object_size(down), 10, "%s", last_body);
+	cr_assert_eq(json_object_size(down), 10, "%s", e2e_last_body);
 	for (size_t k = 0; k < 10; k++)
 		cr_assert_not_null(json_object_get(down, keys[k]), "%s",
 				   keys[k]);
@@ -530,23 +455,24 @@ Test(dead, dead_letters_lists_and_replays)
 			 "TASK_EVENT");
 	cr_assert(strstr(json_string_value(json_object_get(down, "lastError")),
 			 "HTTP 503: try later"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	cr_assert_eq(hits("/down", 503), 3);
 	cr_assert_eq(json_integer_value(json_object_get(nowhere, "attempts")),
 		     1);
 	cr_assert(
 		strstr(json_string_value(json_object_get(nowhere, "lastError")),
 		       "no sink named \"webhook:nosuch\""),
-		"%s", last_body);
+		"%s", e2e_last_body);
 
 	/* Paging: one at a time. */
-	json_t *p1 = call("GET", NS "/outbox/dead-letter?limit=1", NULL, 200);
+	json_t *p1 =
+		e2e_call("GET", NS "/outbox/dead-letter?limit=1", NULL, 200);
 	const char *cur = json_string_value(json_object_get(p1, "nextCursor"));
-	cr_assert_not_null(cur, "%s", last_body);
+	cr_assert_not_null(cur, "%s", e2e_last_body);
 	char path[128];
 	snprintf(path, sizeof(path), NS "/outbox/dead-letter?limit=1&cursor=%s",
 		 cur);
-	json_t *p2 = call("GET", path, NULL, 200);
+	json_t *p2 = e2e_call("GET", path, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(p2, "items")), 1);
 	cr_assert(json_is_null(json_object_get(p2, "nextCursor")));
 	cr_assert_neq(
@@ -557,33 +483,34 @@ Test(dead, dead_letters_lists_and_replays)
 			"id")));
 	json_decref(p1);
 	json_decref(p2);
+	json_decref(e2e_call("GET", NS "/outbox/dead-letter?cursor=abc", NULL,
+			     400));
 	json_decref(
-		call("GET", NS "/outbox/dead-letter?cursor=abc", NULL, 400));
-	json_decref(call("POST", NS "/outbox/dead-letter/replay", "{}", 400));
+		e2e_call("POST", NS "/outbox/dead-letter/replay", "{}", 400));
 
 	/* The receiver recovers; the event is replayed and delivered. */
 	pthread_mutex_lock(&rx.mu);
 	rx.down = false;
 	pthread_mutex_unlock(&rx.mu);
-	json_t *r =
-		callj("POST", NS "/outbox/dead-letter/replay", 200,
-		      json_pack("{s:[O]}", "ids", json_object_get(down, "id")));
+	json_t *r = e2e_callj(
+		"POST", NS "/outbox/dead-letter/replay", 200,
+		json_pack("{s:[O]}", "ids", json_object_get(down, "id")));
 	cr_assert_eq(json_integer_value(json_object_get(r, "replayed")), 1);
 	json_decref(r);
 	wait_hits("/down", 200, 1);
 	cr_assert(th_wait_until(WAIT_MS, dead_empty, NULL),
-		  "still dead-lettered: %s", last_body);
+		  "still dead-lettered: %s", e2e_last_body);
 	json_decref(v);
 }
 
 Test(listener, hears_the_completed_workflow_only)
 {
 	rx_start();
-	start_server(fast);
+	e2e_serve(fast);
 	put_sink("hooks", "/status", 201);
 	const char *names[] = {"listened", "unheard"};
 	for (int i = 0; i < 2; i++)
-		json_decref(callj(
+		json_decref(e2e_callj(
 			"POST", NS "/workflow-definitions", 201,
 			json_pack("{s:s,s:i,s:[{s:s,s:s,s:s,s:{s:s,s:s}}]}",
 				  "name", names[i], "version", 1, "tasks",
@@ -591,9 +518,9 @@ Test(listener, hears_the_completed_workflow_only)
 				  "type", "INLINE", "inputParameters",
 				  "evaluatorType", "javascript", "expression",
 				  "1 + 1")));
-	json_t *l = callj("PUT", NS "/status-listeners/listened", 201,
-			  json_pack("{s:s,s:[s]}", "sink", "hooks",
-				    "workflowTransitions", "COMPLETED"));
+	json_t *l = e2e_callj("PUT", NS "/status-listeners/listened", 201,
+			      json_pack("{s:s,s:[s]}", "sink", "hooks",
+					"workflowTransitions", "COMPLETED"));
 	cr_assert_str_eq(json_string_value(json_object_get(l, "sink")),
 			 "hooks");
 	json_decref(l);
@@ -639,7 +566,7 @@ task_scheduled(void *arg)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s", (const char *)arg);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	bool yes = json_array_size(json_object_get(v, "tasks")) == 1;
 	json_decref(v);
 	return yes;
@@ -648,22 +575,22 @@ task_scheduled(void *arg)
 Test(transaction, rolled_back_change_writes_no_outbox_row)
 {
 	rx_start();
-	start_server(
-		(const char *const[]){"--outbox-max-in-flight", "0", NULL});
+	e2e_serve((const char *const[]){"--outbox-max-in-flight", "0", NULL});
 	put_sink("hooks", "/status", 201);
-	json_decref(callj("PUT", NS "/task-definitions/work", 201,
-			  json_pack("{s:s}", "name", "work")));
-	json_decref(callj("POST", NS "/workflow-definitions", 201,
-			  json_pack("{s:s,s:i,s:[{s:s,s:s}]}", "name", "held",
-				    "version", 1, "tasks", "name", "work",
-				    "taskReferenceName", "work")));
-	json_decref(callj("PUT", NS "/status-listeners/held", 201,
-			  json_pack("{s:s,s:[s],s:[s]}", "sink", "hooks",
-				    "workflowTransitions", "TERMINATED",
-				    "taskTransitions", "CANCELED")));
+	json_decref(e2e_callj("PUT", NS "/task-definitions/work", 201,
+			      json_pack("{s:s}", "name", "work")));
+	json_decref(e2e_callj("POST", NS "/workflow-definitions", 201,
+			      json_pack("{s:s,s:i,s:[{s:s,s:s}]}", "name",
+					"held", "version", 1, "tasks", "name",
+					"work", "taskReferenceName", "work")));
+	json_decref(e2e_callj("PUT", NS "/status-listeners/held", 201,
+			      json_pack("{s:s,s:[s],s:[s]}", "sink", "hooks",
+					"workflowTransitions", "TERMINATED",
+					"taskTransitions", "CANCELED")));
 	char id[37];
 	start_workflow("held", "-", id);
-	cr_assert(th_wait_until(WAIT_MS, task_scheduled, id), "%s", last_body);
+	cr_assert(th_wait_until(WAIT_MS, task_scheduled, id), "%s",
+		  e2e_last_body);
 	const char *p[] = {id};
 	PGconn *c = sql();
 	const char *count = "SELECT count(*) FROM \"OutboxEvents\""
@@ -685,14 +612,14 @@ Test(transaction, rolled_back_change_writes_no_outbox_row)
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/resume", id);
 	struct th_response r;
-	th_http(&srv[0], "POST", path, NULL, 0, &r);
+	th_http(e2e_server_at(0), "POST", path, NULL, 0, &r);
 	cr_assert_geq(r.status, 400, "%s", r.body);
 	th_response_free(&r);
 	cr_assert_eq(th_int(c, count, 1, p), 0);
 	/* The real change: the terminate and its cancelled task, one row
 	 * each, committed with it. */
 	snprintf(path, sizeof(path), NS "/workflows/%s/terminate", id);
-	th_http(&srv[0], "POST", path, "{}", 2, &r);
+	th_http(e2e_server_at(0), "POST", path, "{}", 2, &r);
 	cr_assert_lt(r.status, 300, "%s", r.body);
 	th_response_free(&r);
 	cr_assert_eq(th_int(c, count, 1, p), 2);
@@ -710,8 +637,8 @@ Test(replicas, two_relays_deliver_each_event_once)
 	rx_start();
 	const char *const flags[] = {"--outbox-max-in-flight", "2",
 				     "--outbox-interval-ms", "50", NULL};
-	start_server(flags);
-	start_server(flags);
+	e2e_serve(flags);
+	e2e_serve(flags);
 	put_sink("hooks", "/many", 201);
 	put_event_workflow("many", "hooks");
 	enum { N = 24 };
@@ -751,8 +678,7 @@ Test(replicas, two_relays_deliver_each_event_once)
 static void
 seed_aged_rows(void)
 {
-	th_db_clone(&db);
-	db_cloned = true;
+	e2e_open();
 	PGconn *c = sql();
 	th_exec(c, "INSERT INTO \"OutboxEvents\" (\"namespaceId\","
 		   " \"eventType\", \"sink\", \"attempts\", \"lastError\","
@@ -804,8 +730,7 @@ aged_count(const char *age)
 Test(retention, old_dead_letters_are_pruned)
 {
 	seed_aged_rows();
-	start_server(
-		(const char *const[]){"--outbox-interval-ms", "100", NULL});
+	e2e_serve((const char *const[]){"--outbox-interval-ms", "100", NULL});
 	struct aged a = {"dead-old"};
 	cr_assert(th_wait_until(WAIT_MS, aged_gone, &a),
 		  "a row dead-lettered 40 days ago is still there");
@@ -815,18 +740,18 @@ Test(retention, old_dead_letters_are_pruned)
 	/* One pass deletes both kinds; the young rows stay. */
 	cr_assert_eq(aged_count("dead-new"), 1);
 	cr_assert_eq(aged_count("pub-new"), 1);
-	json_t *v = call("GET", NS "/outbox/dead-letter", NULL, 200);
+	json_t *v = e2e_call("GET", NS "/outbox/dead-letter", NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(v, "items")), 1, "%s",
-		     last_body);
+		     e2e_last_body);
 	json_decref(v);
 }
 
 Test(retention, zero_keeps_the_dead_letter)
 {
 	seed_aged_rows();
-	start_server((const char *const[]){
-		"--outbox-interval-ms", "100",
-		"--outbox-dead-letter-retention-hours", "0", NULL});
+	e2e_serve((const char *const[]){"--outbox-interval-ms", "100",
+					"--outbox-dead-letter-retention-hours",
+					"0", NULL});
 	struct aged a = {"pub-old"};
 	cr_assert(th_wait_until(WAIT_MS, aged_gone, &a),
 		  "a row published 40 days ago is still there");
@@ -840,49 +765,50 @@ Test(retention, zero_keeps_the_dead_letter)
 Test(api, sinks_and_listeners)
 {
 	rx_start();
-	start_server(NULL);
+	e2e_serve(NULL);
 	put_sink("hooks", "/x", 201);
 	put_sink("hooks", "/y", 200);
-	json_t *v = call("GET", NS "/sinks/hooks", NULL, 200);
-	cr_assert_null(json_object_get(v, "secret"), "%s", last_body);
+	json_t *v = e2e_call("GET", NS "/sinks/hooks", NULL, 200);
+	cr_assert_null(json_object_get(v, "secret"), "%s", e2e_last_body);
 	cr_assert(json_is_true(json_object_get(v, "hasSecret")));
 	cr_assert(strstr(json_string_value(json_object_get(v, "url")), "/y"));
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(v, "headers"), "X-Team")),
 			 "orders");
 	json_decref(v);
-	v = call("GET", NS "/sinks", NULL, 200);
+	v = e2e_call("GET", NS "/sinks", NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(v, "items")), 1);
-	cr_assert(!strstr(last_body, SECRET), "%s", last_body);
+	cr_assert(!strstr(e2e_last_body, SECRET), "%s", e2e_last_body);
 	json_decref(v);
 
-	json_decref(callj("PUT", NS "/sinks/bad", 400,
-			  json_pack("{s:s}", "kind", "carrier-pigeon")));
-	cr_assert(strstr(last_body, "$.kind"), "%s", last_body);
-	json_decref(callj("PUT", NS "/sinks/bad", 400,
-			  json_pack("{s:s,s:s}", "kind", "webhook", "url",
-				    "ftp://example")));
-	cr_assert(strstr(last_body, "$.url"), "%s", last_body);
-	json_decref(callj("PUT", NS "/sinks/bad", 400,
-			  json_pack("{s:s,s:s,s:{s:s}}", "kind", "webhook",
-				    "url", "http://example", "headers",
-				    "X-NodeFlow-Signature", "forged")));
-	cr_assert(strstr(last_body, "$.headers"), "%s", last_body);
+	json_decref(e2e_callj("PUT", NS "/sinks/bad", 400,
+			      json_pack("{s:s}", "kind", "carrier-pigeon")));
+	cr_assert(strstr(e2e_last_body, "$.kind"), "%s", e2e_last_body);
+	json_decref(e2e_callj("PUT", NS "/sinks/bad", 400,
+			      json_pack("{s:s,s:s}", "kind", "webhook", "url",
+					"ftp://example")));
+	cr_assert(strstr(e2e_last_body, "$.url"), "%s", e2e_last_body);
+	json_decref(e2e_callj("PUT", NS "/sinks/bad", 400,
+			      json_pack("{s:s,s:s,s:{s:s}}", "kind", "webhook",
+					"url", "http://example", "headers",
+					"X-NodeFlow-Signature", "forged")));
+	cr_assert(strstr(e2e_last_body, "$.headers"), "%s", e2e_last_body);
 
-	json_decref(callj("PUT", NS "/status-listeners/wf", 400,
-			  json_pack("{s:s,s:[s]}", "sink", "nosuch",
-				    "workflowTransitions", "COMPLETED")));
-	cr_assert(strstr(last_body, "$.sink"), "%s", last_body);
-	json_decref(callj("PUT", NS "/status-listeners/wf", 400,
-			  json_pack("{s:s,s:[s]}", "sink", "hooks",
-				    "workflowTransitions", "DONE")));
-	cr_assert(strstr(last_body, "$.workflowTransitions"), "%s", last_body);
-	json_decref(
-		callj("PUT", NS "/status-listeners/wf", 201,
-		      json_pack("{s:s,s:[s,s],s:[s]}", "sink", "hooks",
-				"workflowTransitions", "COMPLETED", "FAILED",
-				"taskTransitions", "IN_PROGRESS")));
-	v = call("GET", NS "/status-listeners", NULL, 200);
+	json_decref(e2e_callj("PUT", NS "/status-listeners/wf", 400,
+			      json_pack("{s:s,s:[s]}", "sink", "nosuch",
+					"workflowTransitions", "COMPLETED")));
+	cr_assert(strstr(e2e_last_body, "$.sink"), "%s", e2e_last_body);
+	json_decref(e2e_callj("PUT", NS "/status-listeners/wf", 400,
+			      json_pack("{s:s,s:[s]}", "sink", "hooks",
+					"workflowTransitions", "DONE")));
+	cr_assert(strstr(e2e_last_body, "$.workflowTransitions"), "%s",
+		  e2e_last_body);
+	json_decref(e2e_callj("PUT", NS "/status-listeners/wf", 201,
+			      json_pack("{s:s,s:[s,s],s:[s]}", "sink", "hooks",
+					"workflowTransitions", "COMPLETED",
+					"FAILED", "taskTransitions",
+					"IN_PROGRESS")));
+	v = e2e_call("GET", NS "/status-listeners", NULL, 200);
 	json_t *one = json_array_get(json_object_get(v, "items"), 0);
 	cr_assert_str_eq(
 		json_string_value(json_object_get(one, "workflowName")), "wf");
@@ -890,19 +816,19 @@ Test(api, sinks_and_listeners)
 		json_array_size(json_object_get(one, "workflowTransitions")),
 		2);
 	json_decref(v);
-	json_decref(call("DELETE", NS "/status-listeners/wf", NULL, 204));
-	json_decref(call("GET", NS "/status-listeners/wf", NULL, 404));
+	json_decref(e2e_call("DELETE", NS "/status-listeners/wf", NULL, 204));
+	json_decref(e2e_call("GET", NS "/status-listeners/wf", NULL, 404));
 	/* Conductor's workflowStatusListenerEnabled/Sink make the listener
 	 * of the definition's name. */
-	json_decref(
-		callj("POST", NS "/workflow-definitions", 201,
-		      json_pack("{s:s,s:i,s:b,s:s,s:[{s:s,s:s,s:s,s:s}]}",
-				"name", "conductorish", "version", 1,
-				"workflowStatusListenerEnabled", 1,
-				"workflowStatusListenerSink", "webhook:hooks",
-				"tasks", "name", "ev", "taskReferenceName",
-				"ev", "type", "EVENT", "sink", "hooks")));
-	v = call("GET", NS "/status-listeners/conductorish", NULL, 200);
+	json_decref(e2e_callj(
+		"POST", NS "/workflow-definitions", 201,
+		json_pack("{s:s,s:i,s:b,s:s,s:[{s:s,s:s,s:s,s:s}]}", "name",
+			  "conductorish", "version", 1,
+			  "workflowStatusListenerEnabled", 1,
+			  "workflowStatusListenerSink", "webhook:hooks",
+			  "tasks", "name", "ev", "taskReferenceName", "ev",
+			  "type", "EVENT", "sink", "hooks")));
+	v = e2e_call("GET", NS "/status-listeners/conductorish", NULL, 200);
 	cr_assert_str_eq(json_string_value(json_object_get(v, "sink")),
 			 "webhook:hooks");
 	char *wt = json_dumps(json_object_get(v, "workflowTransitions"),
@@ -912,7 +838,7 @@ Test(api, sinks_and_listeners)
 	free(wt);
 	json_decref(v);
 
-	json_decref(call("DELETE", NS "/sinks/hooks", NULL, 204));
-	json_decref(call("GET", NS "/sinks/hooks", NULL, 404));
-	json_decref(call("DELETE", NS "/sinks/hooks", NULL, 404));
+	json_decref(e2e_call("DELETE", NS "/sinks/hooks", NULL, 204));
+	json_decref(e2e_call("GET", NS "/sinks/hooks", NULL, 404));
+	json_decref(e2e_call("DELETE", NS "/sinks/hooks", NULL, 404));
 }

@@ -17,7 +17,8 @@
  *             partition is dropped the payloads are collected.  An output
  *             above the maximum fails the task with the reason; a start
  *             above it gets 413.  The directory store does the same with
- *             files.
+ *             files.  An EVENT's payload above the offload threshold
+ *             fails its task (an outbox row keeps its payload inline).
  *
  *   gates and started workflows
  *             a SUB_WORKFLOW's 5 MB input, START_WORKFLOW's and a failure
@@ -34,160 +35,35 @@
  *
  * Every test gets its own database and server; waits have deadlines.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 enum {
 	/* Generous: the payload tests move megabytes through a sanitizer
 	 * build. */
 	DECIDE_TIMEOUT_MS = 60000,
-	LOG_SIZE = 32768,
 };
 
-#define NS "/v1/ns/default"
+#define NS E2E_NS
 
-static struct th_db db;
-static struct th_server server;
-static struct th_server *srv;
-static PGconn *sql;
-static pthread_t drain;
-static bool draining;
-static char server_log[LOG_SIZE];
-static size_t log_len;
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void *
-drain_main(void *arg)
-{
-	struct th_server *s = arg;
-	char buf[4096];
-	for (;;) {
-		ssize_t n = read(s->proc.out_fd, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		pthread_mutex_lock(&log_mu);
-		if (log_len + (size_t)n >= LOG_SIZE)
-			log_len = 0;
-		if ((size_t)n < LOG_SIZE - 1 - log_len) {
-			memcpy(server_log + log_len, buf, (size_t)n);
-			log_len += (size_t)n;
-		}
-		server_log[log_len] = '\0';
-		pthread_mutex_unlock(&log_mu);
-	}
-	return NULL;
-}
-
-static void
-start_with(const char *const *flags)
-{
-	th_db_clone(&db);
-	th_server_start(&server, db.url, flags);
-	srv = &server;
-	log_len = 0;
-	cr_assert(pthread_create(&drain, NULL, drain_main, &server) == 0);
-	draining = true;
-	sql = th_connect(db.url);
-}
-
-static void
-start(void)
-{
-	start_with(NULL);
-}
-
-static void
-cleanup(void)
-{
-	if (sql) {
-		PQfinish(sql);
-		sql = NULL;
-	}
-	if (server.proc.pid > 0) {
-		kill(server.proc.pid, SIGKILL);
-		waitpid(server.proc.pid, NULL, 0);
-		server.proc.pid = 0;
-	}
-	if (draining) {
-		pthread_join(drain, NULL);
-		draining = false;
-		close(server.proc.out_fd);
-	}
-	th_db_drop(&db);
-}
-
-TestSuite(cache, .fini = cleanup);
-TestSuite(payloads, .fini = cleanup);
+TestSuite(cache, .fini = e2e_stop);
+TestSuite(payloads, .fini = e2e_stop);
 
 /* ---------------------------------------------------------- HTTP helpers */
-
-static char last_body[16384];
-
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(srv, method, path, body, body ? strlen(body) : 0, &r);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, last_body);
-	json_t *v = NULL;
-	if (r.body_len) {
-		v = json_loadb(r.body, r.body_len, 0, NULL);
-		cr_assert_not_null(v, "%s %s: body is not JSON: %s", method,
-				   path, last_body);
-	}
-	th_response_free(&r);
-	return v;
-}
-
-static json_t *
-callj(const char *method, const char *path, long status, json_t *body)
-{
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	json_t *v = call(method, path, text, status);
-	free(text);
-	return v;
-}
-
-static const char *
-str_at(const json_t *obj, const char *key)
-{
-	const json_t *v = json_object_get(obj, key);
-	cr_assert(json_is_string(v), "\"%s\" is not a string: %s", key,
-		  last_body);
-	return json_string_value(v);
-}
-
-static bool
-has_detail(const json_t *err, const char *path)
-{
-	size_t i;
-	const json_t *d;
-	json_array_foreach (json_object_get(err, "details"), i, d) {
-		const char *p = json_string_value(json_object_get(d, "path"));
-		if (p && strcmp(p, path) == 0)
-			return true;
-	}
-	return false;
-}
 
 static void
 put_task_def(const char *name)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/task-definitions/%s", name);
-	json_decref(callj("PUT", path, 201,
+	json_decref(
+		e2e_callj("PUT", path, 201,
 			  json_pack("{s:s,s:i,s:i}", "name", name, "retryCount",
 				    0, "responseTimeoutSeconds", 60)));
 }
@@ -198,55 +74,13 @@ static void
 put_cached_workflow(const char *name, const char *task, const char *key,
 		    int ttl)
 {
-	json_decref(callj(
+	json_decref(e2e_callj(
 		"POST", NS "/workflow-definitions", 201,
 		json_pack("{s:s,s:i,s:[{s:s,s:s,s:{s:s},s:{s:s,s:i}}]}", "name",
 			  name, "version", 1, "tasks", "name", task,
 			  "taskReferenceName", "a", "inputParameters", "c",
 			  "${workflow.input.customerId}", "cacheConfig", "key",
 			  key, "ttlInSecond", ttl)));
-}
-
-static void
-start_workflow(const char *name, json_t *input, char id[37])
-{
-	json_t *v = callj("POST", NS "/workflows", 201,
-			  json_pack("{s:s,s:o}", "name", name, "input", input));
-	snprintf(id, 37, "%s", str_at(v, "id"));
-	json_decref(v);
-}
-
-static json_t *
-get_workflow(const char *id)
-{
-	char path[256];
-	snprintf(path, sizeof(path), NS "/workflows/%s", id);
-	return call("GET", path, NULL, 200);
-}
-
-struct status_probe {
-	const char *id;
-	const char *want;
-	char seen[32];
-};
-
-static bool
-reached_status(void *arg)
-{
-	struct status_probe *p = arg;
-	json_t *v = get_workflow(p->id);
-	snprintf(p->seen, sizeof(p->seen), "%s", str_at(v, "status"));
-	json_decref(v);
-	return strcmp(p->seen, p->want) == 0;
-}
-
-static json_t *
-wait_status(const char *id, const char *status)
-{
-	struct status_probe p = {id, status, ""};
-	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, reached_status, &p),
-		  "workflow %s stayed %s, wanted %s", id, p.seen, status);
-	return get_workflow(id);
 }
 
 struct poll_probe {
@@ -260,7 +94,8 @@ polled(void *arg)
 	struct poll_probe *p = arg;
 	char path[256];
 	snprintf(path, sizeof(path), NS "/queues/%s/poll", p->queue);
-	json_t *v = callj("POST", path, 200,
+	json_t *v =
+		e2e_callj("POST", path, 200,
 			  json_pack("{s:s,s:i}", "workerId", "w1", "count", 1));
 	json_t *tasks = json_object_get(v, "tasks");
 	if (json_array_size(tasks) > 0)
@@ -290,34 +125,12 @@ complete(const char *queue, const char *task_id, json_t *output)
 	char *text = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	struct th_response r;
-	th_http(srv, "POST", path, text, strlen(text), &r);
+	th_http(e2e_server(), "POST", path, text, strlen(text), &r);
 	free(text);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	snprintf(e2e_last_body, sizeof(e2e_last_body), "%s", r.body);
 	long status = r.status;
 	th_response_free(&r);
 	return status;
-}
-
-/* The first task of wf with refName ref (borrowed). */
-static const json_t *
-task_of(const json_t *wf, const char *ref)
-{
-	size_t i;
-	const json_t *t;
-	json_array_foreach (json_object_get(wf, "tasks"), i, t) {
-		if (strcmp(json_string_value(json_object_get(t, "refName")),
-			   ref) == 0)
-			return t;
-	}
-	cr_assert_fail("no task %s", ref);
-	return NULL;
-}
-
-static long long
-sql_int(const char *q, const char *param)
-{
-	const char *params[] = {param};
-	return th_int(sql, q, param ? 1 : 0, param ? params : NULL);
 }
 
 /* Runs one workflow of `name` for customer `c` through a worker on queue
@@ -326,92 +139,95 @@ static void
 run_through_worker(const char *name, const char *queue, const char *c, int v,
 		   char id[37])
 {
-	start_workflow(name, json_pack("{s:s}", "customerId", c), id);
+	e2e_start_workflow(name, json_pack("{s:s}", "customerId", c), id);
 	json_t *t = poll_one(queue);
-	cr_assert_str_eq(str_at(t, "workflowId"), id);
-	cr_assert_eq(
-		complete(queue, str_at(t, "id"), json_pack("{s:i}", "v", v)),
-		200, "%s", last_body);
+	cr_assert_str_eq(e2e_str_at(t, "workflowId"), id);
+	cr_assert_eq(complete(queue, e2e_str_at(t, "id"),
+			      json_pack("{s:i}", "v", v)),
+		     200, "%s", e2e_last_body);
 	json_decref(t);
-	json_decref(wait_status(id, "COMPLETED"));
+	json_decref(e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS));
 }
 
 /* ------------------------------------------------------------------ cache */
 
 Test(cache, hit_completes_without_the_queue)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("lookup");
 	put_cached_workflow("cached", "lookup",
 			    "cust-${workflow.input.customerId}", 3600);
 	char first[37], second[37];
 	run_through_worker("cached", "lookup", "c1", 42, first);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\""
-			     " WHERE \"taskDefName\" = 'lookup'"
-			     " AND \"key\" = $1 AND \"output\" = '{\"v\":42}'"
-			     " AND \"expiresAt\" > now() + interval '3500 s'",
-			     "cust-c1"),
-		     1);
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(*) FROM \"TaskOutputCache\""
+			    " WHERE \"taskDefName\" = 'lookup'"
+			    " AND \"key\" = $1 AND \"output\" = '{\"v\":42}'"
+			    " AND \"expiresAt\" > now() + interval '3500 s'",
+			    "cust-c1"),
+		1);
 
 	/* Same key: completes with no poll at all. */
-	start_workflow("cached", json_pack("{s:s}", "customerId", "c1"),
-		       second);
-	json_t *wf = wait_status(second, "COMPLETED");
-	const json_t *t = task_of(wf, "a");
-	cr_assert_str_eq(str_at(t, "status"), "COMPLETED");
+	e2e_start_workflow("cached", json_pack("{s:s}", "customerId", "c1"),
+			   second);
+	json_t *wf = e2e_wait_status(second, "COMPLETED", DECIDE_TIMEOUT_MS);
+	const json_t *t = e2e_task_of(wf, "a");
+	cr_assert_str_eq(e2e_str_at(t, "status"), "COMPLETED");
 	json_t *want = json_pack("{s:i}", "v", 42);
 	cr_assert(json_equal(json_object_get(t, "output"), want), "%s",
-		  last_body);
+		  e2e_last_body);
 	cr_assert(json_equal(json_object_get(wf, "output"), want), "%s",
-		  last_body);
+		  e2e_last_body);
 	json_decref(want);
 	json_decref(wf);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\""
-			     " WHERE \"workflowId\" = $1::uuid",
-			     second),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\""
+				 " WHERE \"workflowId\" = $1::uuid",
+				 second),
 		     0);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\""
-			     " WHERE \"workflowId\" = $1::uuid"
-			     " AND \"type\" = 'TASK_COMPLETED'"
-			     " AND \"data\" @> '{\"cached\":true}'",
-			     second),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+				 " WHERE \"workflowId\" = $1::uuid"
+				 " AND \"type\" = 'TASK_COMPLETED'"
+				 " AND \"data\" @> '{\"cached\":true}'",
+				 second),
 		     1);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\""
-			     " WHERE \"workflowId\" = $1::uuid"
-			     " AND \"type\" = 'TASK_IN_PROGRESS'",
-			     second),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+				 " WHERE \"workflowId\" = $1::uuid"
+				 " AND \"type\" = 'TASK_IN_PROGRESS'",
+				 second),
 		     0);
 
 	/* Another key runs the task. */
 	char third[37];
 	run_through_worker("cached", "lookup", "c2", 7, third);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\"", NULL),
-		     2);
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(*) FROM \"TaskOutputCache\"", NULL),
+		2);
 }
 
 Test(cache, expired_entry_is_a_miss)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("lookup");
 	put_cached_workflow("cached", "lookup", "${workflow.input.customerId}",
 			    3600);
 	char first[37], second[37];
 	run_through_worker("cached", "lookup", "c1", 1, first);
-	th_exec(sql, "UPDATE \"TaskOutputCache\""
-		     " SET \"expiresAt\" = now() - interval '1 second'");
+	th_exec(e2e_sql(), "UPDATE \"TaskOutputCache\""
+			   " SET \"expiresAt\" = now() - interval '1 second'");
 	/* The expired entry is not used: the task is queued again, and its
 	 * new output replaces the entry. */
 	run_through_worker("cached", "lookup", "c1", 2, second);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\""
-			     " WHERE \"key\" = $1 AND \"output\" = '{\"v\":2}'"
-			     " AND \"expiresAt\" > now()",
-			     "c1"),
-		     1);
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(*) FROM \"TaskOutputCache\""
+			    " WHERE \"key\" = $1 AND \"output\" = '{\"v\":2}'"
+			    " AND \"expiresAt\" > now()",
+			    "c1"),
+		1);
 }
 
 Test(cache, task_definitions_never_share)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("lookup");
 	put_task_def("other");
 	put_cached_workflow("cached", "lookup", "${workflow.input.customerId}",
@@ -422,15 +238,15 @@ Test(cache, task_definitions_never_share)
 	run_through_worker("cached", "lookup", "c1", 1, first);
 	/* Same key, another definition: it runs. */
 	run_through_worker("cached_other", "other", "c1", 2, second);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\""
-			     " WHERE \"key\" = $1",
-			     "c1"),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskOutputCache\""
+				 " WHERE \"key\" = $1",
+				 "c1"),
 		     2);
 }
 
 Test(cache, config_is_checked_at_registration)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def("lookup");
 	static const char *const bad[][2] = {
 		{"{\"key\":\"\",\"ttlInSecond\":5}",
@@ -453,13 +269,14 @@ Test(cache, config_is_checked_at_registration)
 			 "\"lookup\",\"taskReferenceName\":\"a\","
 			 "\"cacheConfig\":%s}]}",
 			 bad[i][0]);
-		json_t *v = call("POST", NS "/workflow-definitions", body, 400);
+		json_t *v =
+			e2e_call("POST", NS "/workflow-definitions", body, 400);
 		json_t *err = json_object_get(v, "error");
-		cr_assert_str_eq(str_at(err, "code"), "invalid_argument");
+		cr_assert_str_eq(e2e_str_at(err, "code"), "invalid_argument");
 		if (bad[i][1])
-			cr_assert(has_detail(err, bad[i][1]),
+			cr_assert(e2e_has_detail(err, bad[i][1]),
 				  "%s: no detail at %s: %s", bad[i][0],
-				  bad[i][1], last_body);
+				  bad[i][1], e2e_last_body);
 		json_decref(v);
 	}
 }
@@ -468,16 +285,15 @@ static bool
 cache_pruned(void *arg)
 {
 	(void)arg;
-	return sql_int("SELECT count(*) FROM \"TaskOutputCache\""
-		       " WHERE \"key\" = 'old'",
-		       NULL) == 0;
+	return e2e_sql_int("SELECT count(*) FROM \"TaskOutputCache\""
+			   " WHERE \"key\" = 'old'",
+			   NULL) == 0;
 }
 
 Test(cache, expired_entries_are_pruned)
 {
-	th_db_clone(&db);
-	sql = th_connect(db.url);
-	th_exec(sql,
+	e2e_open();
+	th_exec(e2e_sql(),
 		"INSERT INTO \"TaskOutputCache\" (\"namespaceId\","
 		" \"taskDefName\", \"key\", \"output\", \"expiresAt\")"
 		" SELECT \"id\", 't', 'old', '{}'::jsonb, now() - interval '1 s'"
@@ -485,15 +301,12 @@ Test(cache, expired_entries_are_pruned)
 		" UNION ALL SELECT \"id\", 't', 'new', '{}'::jsonb,"
 		" now() + interval '1 hour'"
 		" FROM \"Namespaces\" WHERE \"name\" = 'default'");
-	th_server_start(&server, db.url, NULL);
-	srv = &server;
-	cr_assert(pthread_create(&drain, NULL, drain_main, &server) == 0);
-	draining = true;
+	e2e_serve(NULL);
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, cache_pruned, NULL),
 		  "the expired entry was not pruned");
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\""
-			     " WHERE \"key\" = 'new'",
-			     NULL),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskOutputCache\""
+				 " WHERE \"key\" = 'new'",
+				 NULL),
 		     1);
 }
 
@@ -531,7 +344,7 @@ put_big_workflow(void)
 {
 	put_task_def("big");
 	put_task_def("down");
-	json_decref(callj(
+	json_decref(e2e_callj(
 		"POST", NS "/workflow-definitions", 201,
 		json_pack("{s:s,s:i,s:[{s:s,s:s,s:{s:s},s:{s:s,s:i}},"
 			  "{s:s,s:s,s:{s:s}}],s:{s:s}}",
@@ -554,7 +367,7 @@ data_is(const json_t *obj, const char *key, const char *want)
 static json_t *
 get_path(const char *path)
 {
-	return call("GET", path, NULL, 200);
+	return e2e_call("GET", path, NULL, 200);
 }
 
 struct count_probe {
@@ -567,7 +380,7 @@ static bool
 count_is(void *arg)
 {
 	struct count_probe *p = arg;
-	return sql_int(p->q, p->param) == p->want;
+	return e2e_sql_int(p->q, p->param) == p->want;
 }
 
 /* The round trip shared by both stores; prefix: "pg:" or "dir:". */
@@ -578,62 +391,63 @@ round_trip(const char *prefix)
 	char *data = big_text(5 * 1024 * 1024, 7);
 	char *note = big_text(400 * 1024, 8);
 	char id[37];
-	start_workflow("bigflow", json_pack("{s:s}", "note", note), id);
+	e2e_start_workflow("bigflow", json_pack("{s:s}", "note", note), id);
 
 	json_t *t = poll_one("big");
 	cr_assert(data_is(json_object_get(t, "input"), "in", note),
 		  "the poll's input is not the offloaded workflow input");
 	char big_id[37];
-	snprintf(big_id, sizeof(big_id), "%s", str_at(t, "id"));
+	snprintf(big_id, sizeof(big_id), "%s", e2e_str_at(t, "id"));
 	json_decref(t);
 	cr_assert_eq(complete("big", big_id, json_pack("{s:s}", "data", data)),
-		     200, "%s", last_body);
+		     200, "%s", e2e_last_body);
 
 	/* The downstream task's input was computed from the payload. */
 	t = poll_one("down");
 	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
 		  "the downstream input is not the offloaded output");
 	char down_id[37];
-	snprintf(down_id, sizeof(down_id), "%s", str_at(t, "id"));
+	snprintf(down_id, sizeof(down_id), "%s", e2e_str_at(t, "id"));
 	json_decref(t);
 	cr_assert_eq(complete("down", down_id, json_pack("{s:i}", "n", 1)), 200,
-		     "%s", last_body);
-	json_t *wf = wait_status(id, "COMPLETED");
+		     "%s", e2e_last_body);
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS);
 
 	/* In SQL: small columns, references set, nothing cached. */
 	char like[16];
 	snprintf(like, sizeof(like), "%s%%", prefix);
 	const char *p2[] = {big_id, like};
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(*) FROM \"TaskExecutions\""
 			    " WHERE \"id\" = $1::uuid AND \"outputRef\" LIKE $2"
 			    " AND length(\"output\"::text) < 200",
 			    2, p2),
 		     1);
 	const char *p3[] = {down_id, like};
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(*) FROM \"TaskExecutions\""
 			    " WHERE \"id\" = $1::uuid AND \"inputRef\" LIKE $2"
 			    " AND length(\"input\"::text) < 200",
 			    2, p3),
 		     1);
 	const char *p4[] = {id, like};
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(*) FROM \"WorkflowExecutions\""
 			    " WHERE \"id\" = $1::uuid AND \"inputRef\" LIKE $2"
 			    " AND length(\"input\"::text) < 200",
 			    2, p4),
 		     1);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskOutputCache\"", NULL),
-		     0, "an offloaded output was cached");
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(*) FROM \"TaskOutputCache\"", NULL),
+		0, "an offloaded output was cached");
 
 	/* Native API: the workflow with its tasks. */
 	cr_assert(data_is(json_object_get(wf, "input"), "note", note));
-	cr_assert(data_is(json_object_get(task_of(wf, "big"), "output"), "data",
-			  data),
+	cr_assert(data_is(json_object_get(e2e_task_of(wf, "big"), "output"),
+			  "data", data),
 		  "native GET: the offloaded output does not read back");
-	cr_assert(data_is(json_object_get(task_of(wf, "down"), "input"), "copy",
-			  data));
+	cr_assert(data_is(json_object_get(e2e_task_of(wf, "down"), "input"),
+			  "copy", data));
 	json_decref(wf);
 
 	/* Conductor API: the workflow, and the task on its own. */
@@ -665,25 +479,26 @@ round_trip(const char *prefix)
 	 * payloads are collected. */
 	const char *p1[] = {id};
 	char *part =
-		th_value(sql,
+		th_value(e2e_sql(),
 			 "SELECT c.\"relname\" FROM \"WorkflowExecutions\" e"
 			 " JOIN pg_class c ON c.\"oid\" = e.\"tableoid\""
 			 " WHERE e.\"id\" = $1::uuid",
 			 1, p1);
 	const char *pp[] = {part};
-	free(th_value(sql, "SELECT \"nf_drop_partition\"($1)::text", 1, pp));
+	free(th_value(e2e_sql(), "SELECT \"nf_drop_partition\"($1)::text", 1,
+		      pp));
 	free(part);
 }
 
 Test(payloads, offloaded_read_back_and_collected)
 {
-	start_with(big_flags);
+	e2e_start(big_flags);
 	round_trip("pg:");
-	cr_assert_gt(sql_int("SELECT count(*) FROM \"Payloads\"", NULL), 2);
+	cr_assert_gt(e2e_sql_int("SELECT count(*) FROM \"Payloads\"", NULL), 2);
 	struct count_probe p = {"SELECT count(*) FROM \"Payloads\"", NULL, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, count_is, &p),
 		  "payloads left after their partition was dropped: %lld",
-		  sql_int(p.q, NULL));
+		  e2e_sql_int(p.q, NULL));
 }
 
 static char store_dir[256];
@@ -725,9 +540,9 @@ Test(payloads, directory_store)
 			       "--payload-store",
 			       spec,
 			       NULL};
-	start_with(flags);
+	e2e_start(flags);
 	round_trip("dir:");
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"Payloads\"", NULL), 0);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"Payloads\"", NULL), 0);
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, dir_empty, NULL),
 		  "%ld files left after their partition was dropped",
 		  files_in(store_dir));
@@ -738,43 +553,43 @@ Test(payloads, above_the_maximum)
 {
 	const char *flags[] = {"--payload-offload-bytes", "1024",
 			       "--payload-max-bytes", "4096", NULL};
-	start_with(flags);
+	e2e_start(flags);
 	put_task_def("lookup");
-	json_decref(callj("POST", NS "/workflow-definitions", 201,
-			  json_pack("{s:s,s:i,s:[{s:s,s:s}]}", "name", "one",
-				    "version", 1, "tasks", "name", "lookup",
-				    "taskReferenceName", "a")));
+	json_decref(e2e_callj("POST", NS "/workflow-definitions", 201,
+			      json_pack("{s:s,s:i,s:[{s:s,s:s}]}", "name",
+					"one", "version", 1, "tasks", "name",
+					"lookup", "taskReferenceName", "a")));
 	char *text = big_text(10000, 3);
 	/* A start above the maximum: 413, nothing started. */
 	json_t *req =
 		json_pack("{s:s,s:{s:s}}", "name", "one", "input", "x", text);
 	char *body = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
-	json_t *v = call("POST", NS "/workflows", body, 413);
+	json_t *v = e2e_call("POST", NS "/workflows", body, 413);
 	free(body);
-	const char *msg = str_at(json_object_get(v, "error"), "message");
+	const char *msg = e2e_str_at(json_object_get(v, "error"), "message");
 	cr_assert(strstr(msg, "exceeds the payload maximum of 4096 bytes"),
 		  "%s", msg);
 	json_decref(v);
-	cr_assert_eq(
-		sql_int("SELECT count(*) FROM \"WorkflowExecutions\"", NULL),
-		0);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\"",
+				 NULL),
+		     0);
 
 	/* An output above it fails the task, and so the workflow. */
 	char id[37];
-	start_workflow("one", json_object(), id);
+	e2e_start_workflow("one", json_object(), id);
 	json_t *t = poll_one("lookup");
-	cr_assert_eq(complete("lookup", str_at(t, "id"),
+	cr_assert_eq(complete("lookup", e2e_str_at(t, "id"),
 			      json_pack("{s:s}", "x", text)),
-		     200, "%s", last_body);
+		     200, "%s", e2e_last_body);
 	json_decref(t);
-	json_t *wf = wait_status(id, "FAILED");
-	const json_t *a = task_of(wf, "a");
-	cr_assert_str_eq(str_at(a, "status"), "FAILED_WITH_TERMINAL_ERROR");
-	cr_assert(strstr(str_at(a, "reason"), "output of 10") &&
-			  strstr(str_at(a, "reason"),
+	json_t *wf = e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS);
+	const json_t *a = e2e_task_of(wf, "a");
+	cr_assert_str_eq(e2e_str_at(a, "status"), "FAILED_WITH_TERMINAL_ERROR");
+	cr_assert(strstr(e2e_str_at(a, "reason"), "output of 10") &&
+			  strstr(e2e_str_at(a, "reason"),
 				 "exceeds the payload maximum of 4096 bytes"),
-		  "%s", str_at(a, "reason"));
+		  "%s", e2e_str_at(a, "reason"));
 	json_decref(wf);
 	free(text);
 }
@@ -784,42 +599,42 @@ Test(payloads, above_the_maximum)
 Test(payloads, sub_workflow_output_reads_back)
 {
 	const char *flags[] = {"--payload-offload-bytes", "1024", NULL};
-	start_with(flags);
+	e2e_start(flags);
 	put_task_def("cbig");
 	put_task_def("after");
-	json_decref(
-		callj("POST", NS "/workflow-definitions", 201,
-		      json_pack("{s:s,s:i,s:[{s:s,s:s}],s:{s:s}}", "name",
-				"child", "version", 1, "tasks", "name", "cbig",
-				"taskReferenceName", "c", "outputParameters",
-				"data", "${c.output.data}")));
-	json_decref(
-		callj("POST", NS "/workflow-definitions", 201,
-		      json_pack("{s:s,s:i,s:[{s:s,s:s,s:s,s:{s:s,s:i}},"
-				"{s:s,s:s,s:{s:s}}]}",
-				"name", "parent", "version", 1, "tasks", "name",
-				"sub", "taskReferenceName", "sub", "type",
-				"SUB_WORKFLOW", "subWorkflowParam", "name",
-				"child", "version", 1, "name", "after",
-				"taskReferenceName", "after", "inputParameters",
-				"copy", "${sub.output.data}")));
+	json_decref(e2e_callj("POST", NS "/workflow-definitions", 201,
+			      json_pack("{s:s,s:i,s:[{s:s,s:s}],s:{s:s}}",
+					"name", "child", "version", 1, "tasks",
+					"name", "cbig", "taskReferenceName",
+					"c", "outputParameters", "data",
+					"${c.output.data}")));
+	json_decref(e2e_callj(
+		"POST", NS "/workflow-definitions", 201,
+		json_pack("{s:s,s:i,s:[{s:s,s:s,s:s,s:{s:s,s:i}},"
+			  "{s:s,s:s,s:{s:s}}]}",
+			  "name", "parent", "version", 1, "tasks", "name",
+			  "sub", "taskReferenceName", "sub", "type",
+			  "SUB_WORKFLOW", "subWorkflowParam", "name", "child",
+			  "version", 1, "name", "after", "taskReferenceName",
+			  "after", "inputParameters", "copy",
+			  "${sub.output.data}")));
 	char *data = big_text(20000, 11);
 	char id[37];
-	start_workflow("parent", json_object(), id);
+	e2e_start_workflow("parent", json_object(), id);
 	json_t *t = poll_one("cbig");
-	cr_assert_eq(complete("cbig", str_at(t, "id"),
+	cr_assert_eq(complete("cbig", e2e_str_at(t, "id"),
 			      json_pack("{s:s}", "data", data)),
-		     200, "%s", last_body);
+		     200, "%s", e2e_last_body);
 	json_decref(t);
 	t = poll_one("after");
 	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
 		  "the parent's expression did not read the child's output");
-	cr_assert_eq(complete("after", str_at(t, "id"), json_object()), 200,
-		     "%s", last_body);
+	cr_assert_eq(complete("after", e2e_str_at(t, "id"), json_object()), 200,
+		     "%s", e2e_last_body);
 	json_decref(t);
-	json_t *wf = wait_status(id, "COMPLETED");
-	cr_assert(data_is(json_object_get(task_of(wf, "sub"), "output"), "data",
-			  data),
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS);
+	cr_assert(data_is(json_object_get(e2e_task_of(wf, "sub"), "output"),
+			  "data", data),
 		  "native GET: the sub-workflow task's output is not the "
 		  "child's");
 	json_decref(wf);
@@ -841,7 +656,7 @@ static bool
 task_open(void *arg)
 {
 	struct open_probe *p = arg;
-	json_t *wf = get_workflow(p->id);
+	json_t *wf = e2e_get_workflow(p->id);
 	size_t i;
 	json_t *t;
 	json_array_foreach (json_object_get(wf, "tasks"), i, t) {
@@ -880,22 +695,22 @@ task_offloaded(const char *task_id, const char *col)
 		 "$1::uuid AND \"%sRef\" LIKE 'pg:%%' AND length(\"%s\"::text)"
 		 " < 200",
 		 col, col);
-	return sql_int(q, task_id) == 1;
+	return e2e_sql_int(q, task_id) == 1;
 }
 
 static bool
 exec_offloaded(const char *id)
 {
-	return sql_int("SELECT count(*) FROM \"WorkflowExecutions\" WHERE"
-		       " \"id\" = $1::uuid AND \"inputRef\" LIKE 'pg:%'"
-		       " AND length(\"input\"::text) < 200",
-		       id) == 1;
+	return e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\" WHERE"
+			   " \"id\" = $1::uuid AND \"inputRef\" LIKE 'pg:%'"
+			   " AND length(\"input\"::text) < 200",
+			   id) == 1;
 }
 
 static void
 put_def_text(const char *text)
 {
-	json_decref(call("POST", NS "/workflow-definitions", text, 201));
+	json_decref(e2e_call("POST", NS "/workflow-definitions", text, 201));
 }
 
 /* Drops the partitions every execution is in; their payloads are then
@@ -903,15 +718,15 @@ put_def_text(const char *text)
 static void
 drop_all_partitions(void)
 {
-	PGresult *r = th_query(sql,
+	PGresult *r = th_query(e2e_sql(),
 			       "SELECT DISTINCT c.\"relname\" FROM"
 			       " \"WorkflowExecutions\" e JOIN pg_class c"
 			       " ON c.\"oid\" = e.\"tableoid\"",
 			       0, NULL);
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *pp[] = {PQgetvalue(r, i, 0)};
-		free(th_value(sql, "SELECT \"nf_drop_partition\"($1)::text", 1,
-			      pp));
+		free(th_value(e2e_sql(),
+			      "SELECT \"nf_drop_partition\"($1)::text", 1, pp));
 	}
 	PQclear(r);
 }
@@ -926,7 +741,7 @@ static const char child_def[] =
  * the payloads are collected once the partition is dropped. */
 Test(payloads, sub_workflow_input_offloaded)
 {
-	start_with(big_flags);
+	e2e_start(big_flags);
 	put_task_def("cin");
 	put_def_text(child_def);
 	put_def_text("{\"name\":\"psub\",\"version\":1,\"tasks\":[{\"name\":"
@@ -936,17 +751,17 @@ Test(payloads, sub_workflow_input_offloaded)
 		     "\"name\":\"child\",\"version\":1}}]}");
 	char *data = big_text(5 * 1024 * 1024, 21);
 	char id[37];
-	start_workflow("psub", json_pack("{s:s}", "data", data), id);
+	e2e_start_workflow("psub", json_pack("{s:s}", "data", data), id);
 
 	json_t *t = poll_one("cin");
 	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
 		  "the child's task did not see the offloaded input");
 	char child[37], cin_id[37];
-	snprintf(child, sizeof(child), "%s", str_at(t, "workflowId"));
-	snprintf(cin_id, sizeof(cin_id), "%s", str_at(t, "id"));
+	snprintf(child, sizeof(child), "%s", e2e_str_at(t, "workflowId"));
+	snprintf(cin_id, sizeof(cin_id), "%s", e2e_str_at(t, "id"));
 	json_decref(t);
 	const char *pc[] = {child, id};
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(*) FROM \"WorkflowExecutions\""
 			    " WHERE \"id\" = $1::uuid"
 			    " AND \"parentWorkflowId\" = $2::uuid",
@@ -955,7 +770,7 @@ Test(payloads, sub_workflow_input_offloaded)
 	cr_assert(exec_offloaded(child),
 		  "the child's input is kept in its row");
 
-	json_t *wf = get_workflow(child);
+	json_t *wf = e2e_get_workflow(child);
 	cr_assert(data_is(json_object_get(wf, "input"), "data", data),
 		  "native GET: the child's input does not read back");
 	json_decref(wf);
@@ -969,20 +784,20 @@ Test(payloads, sub_workflow_input_offloaded)
 	free(data);
 
 	cr_assert_eq(complete("cin", cin_id, json_object()), 200, "%s",
-		     last_body);
-	json_decref(wait_status(id, "COMPLETED"));
+		     e2e_last_body);
+	json_decref(e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS));
 	drop_all_partitions();
 	struct count_probe p = {"SELECT count(*) FROM \"Payloads\"", NULL, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, count_is, &p),
 		  "payloads left after their partition was dropped: %lld",
-		  sql_int(p.q, NULL));
+		  e2e_sql_int(p.q, NULL));
 }
 
 /* START_WORKFLOW's and a failure workflow's inputs go out of line too. */
 Test(payloads, started_and_failure_workflow_inputs_offloaded)
 {
 	const char *flags[] = {"--payload-offload-bytes", "1024", NULL};
-	start_with(flags);
+	e2e_start(flags);
 	put_task_def("cin");
 	put_task_def("work");
 	put_def_text(child_def);
@@ -999,58 +814,97 @@ Test(payloads, started_and_failure_workflow_inputs_offloaded)
 
 	/* START_WORKFLOW */
 	char id[37];
-	start_workflow("starter", json_pack("{s:s}", "data", data), id);
-	json_t *wf = wait_status(id, "COMPLETED");
+	e2e_start_workflow("starter", json_pack("{s:s}", "data", data), id);
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS);
 	char started[37];
 	snprintf(started, sizeof(started), "%s",
-		 str_at(json_object_get(task_of(wf, "sw"), "output"),
-			"workflowId"));
+		 e2e_str_at(json_object_get(e2e_task_of(wf, "sw"), "output"),
+			    "workflowId"));
 	json_decref(wf);
 	cr_assert(exec_offloaded(started),
 		  "START_WORKFLOW: the started input is kept in its row");
-	wf = get_workflow(started);
+	wf = e2e_get_workflow(started);
 	cr_assert(data_is(json_object_get(wf, "input"), "data", data),
 		  "START_WORKFLOW: the started input does not read back");
 	json_decref(wf);
 	json_t *t = poll_one("cin");
-	cr_assert_str_eq(str_at(t, "workflowId"), started);
+	cr_assert_str_eq(e2e_str_at(t, "workflowId"), started);
 	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
 		  "START_WORKFLOW: its task did not see the input");
-	cr_assert_eq(complete("cin", str_at(t, "id"), json_object()), 200, "%s",
-		     last_body);
+	cr_assert_eq(complete("cin", e2e_str_at(t, "id"), json_object()), 200,
+		     "%s", e2e_last_body);
 	json_decref(t);
 
 	/* failureWorkflow */
 	char failing[37];
-	start_workflow("failing", json_pack("{s:s}", "data", data), failing);
+	e2e_start_workflow("failing", json_pack("{s:s}", "data", data),
+			   failing);
 	t = poll_one("work");
 	char path[512];
 	snprintf(path, sizeof(path), NS "/queues/work/tasks/%s/fail",
-		 str_at(t, "id"));
-	json_decref(callj(
+		 e2e_str_at(t, "id"));
+	json_decref(e2e_callj(
 		"POST", path, 200,
 		json_pack("{s:s,s:s}", "workerId", "w1", "reason", "broken")));
 	json_decref(t);
-	wf = wait_status(failing, "FAILED");
+	wf = e2e_wait_status(failing, "FAILED", DECIDE_TIMEOUT_MS);
 	char fw[37];
-	snprintf(fw, sizeof(fw), "%s", str_at(wf, "failureWorkflowId"));
+	snprintf(fw, sizeof(fw), "%s", e2e_str_at(wf, "failureWorkflowId"));
 	json_decref(wf);
 	cr_assert(exec_offloaded(fw),
 		  "failure workflow: its input is kept in its row");
-	wf = get_workflow(fw);
+	wf = e2e_get_workflow(fw);
 	const json_t *in = json_object_get(wf, "input");
 	cr_assert(data_is(in, "data", data));
-	cr_assert_str_eq(str_at(in, "workflowId"), failing);
+	cr_assert_str_eq(e2e_str_at(in, "workflowId"), failing);
 	cr_assert(data_is(
 		json_object_get(json_object_get(in, "failedWorkflow"), "input"),
 		"data", data));
 	json_decref(wf);
 	t = poll_one("cin");
-	cr_assert_str_eq(str_at(t, "workflowId"), fw);
+	cr_assert_str_eq(e2e_str_at(t, "workflowId"), fw);
 	cr_assert(data_is(json_object_get(t, "input"), "copy", data),
 		  "failure workflow: its task did not see the input");
 	json_decref(t);
 	free(data);
+}
+
+/* An EVENT's payload stays in its outbox row, so it is held to the offload
+ * threshold: below it the event is written, above it the task fails for
+ * good with the size and no event is written. */
+Test(payloads, event_payload_held_to_the_offload_threshold)
+{
+	const char *flags[] = {"--payload-offload-bytes", "1024", NULL};
+	e2e_start(flags);
+	put_def_text("{\"name\":\"ev\",\"version\":1,\"tasks\":[{\"name\":"
+		     "\"pub\",\"taskReferenceName\":\"pub\",\"type\":"
+		     "\"EVENT\",\"sink\":\"webhook:hooks\",\"inputParameters\":"
+		     "{\"data\":\"${workflow.input.data}\"}}]}");
+	const char *q = "SELECT count(*) FROM \"OutboxEvents\""
+			" WHERE \"workflowId\" = $1::uuid";
+
+	char *small = big_text(200, 31);
+	char id[37];
+	e2e_start_workflow("ev", json_pack("{s:s}", "data", small), id);
+	json_decref(e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS));
+	cr_assert_eq(e2e_sql_int(q, id), 1);
+	free(small);
+
+	char *large = big_text(2000, 37);
+	e2e_start_workflow("ev", json_pack("{s:s}", "data", large), id);
+	json_t *wf = e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS);
+	const json_t *t = e2e_task_of(wf, "pub");
+	cr_assert_str_eq(e2e_str_at(t, "status"), "FAILED_WITH_TERMINAL_ERROR");
+	cr_assert(strstr(e2e_str_at(t, "reason"), "event payload of 2") &&
+			  strstr(e2e_str_at(t, "reason"),
+				 "exceeds the payload offload threshold of "
+				 "1024 bytes"),
+		  "%s", e2e_str_at(t, "reason"));
+	json_decref(wf);
+	cr_assert_eq(e2e_sql_int(q, id), 0,
+		     "an event above the threshold was "
+		     "written");
+	free(large);
 }
 
 /* Outputs given to HUMAN tasks through the native and the Conductor
@@ -1065,7 +919,7 @@ Test(payloads, human_outputs_offloaded)
 			       "--payload-gc-grace-seconds",
 			       "2",
 			       NULL};
-	start_with(flags);
+	e2e_start(flags);
 	put_task_def("after");
 	put_def_text(
 		"{\"name\":\"hum\",\"version\":1,\"tasks\":[{\"name\":"
@@ -1076,31 +930,31 @@ Test(payloads, human_outputs_offloaded)
 		"\"b\":\"${h2.output.data}\",\"n\":\"${h2.output.n}\"}}]}");
 	char *d1 = big_text(20000, 31), *d2 = big_text(30000, 32);
 	char id[37];
-	start_workflow("hum", json_object(), id);
+	e2e_start_workflow("hum", json_object(), id);
 
 	/* Native route. */
 	json_t *t = wait_open(id, "h", false);
 	char h_id[37];
-	snprintf(h_id, sizeof(h_id), "%s", str_at(t, "id"));
+	snprintf(h_id, sizeof(h_id), "%s", e2e_str_at(t, "id"));
 	json_decref(t);
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/h/complete", id);
-	json_decref(callj("POST", path, 200,
-			  json_pack("{s:{s:s}}", "output", "data", d1)));
+	json_decref(e2e_callj("POST", path, 200,
+			      json_pack("{s:{s:s}}", "output", "data", d1)));
 	cr_assert(task_offloaded(h_id, "output"),
 		  "native completion: the output is kept in its row");
 
 	/* Conductor route: the body is the output. */
 	t = wait_open(id, "h2", false);
 	char h2_id[37];
-	snprintf(h2_id, sizeof(h2_id), "%s", str_at(t, "id"));
+	snprintf(h2_id, sizeof(h2_id), "%s", e2e_str_at(t, "id"));
 	json_decref(t);
 	snprintf(path, sizeof(path), "/api/tasks/%s/h2/COMPLETED", id);
 	json_t *req = json_pack("{s:s,s:i}", "data", d2, "n", 5);
 	char *body = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	struct th_response r;
-	th_http(srv, "POST", path, body, strlen(body), &r);
+	th_http(e2e_server(), "POST", path, body, strlen(body), &r);
 	free(body);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	th_response_free(&r);
@@ -1112,12 +966,12 @@ Test(payloads, human_outputs_offloaded)
 	cr_assert(data_is(in, "a", d1) && data_is(in, "b", d2),
 		  "the next task's expressions did not read the outputs");
 	cr_assert_eq(json_integer_value(json_object_get(in, "n")), 5);
-	cr_assert_eq(complete("after", str_at(t, "id"), json_object()), 200,
-		     "%s", last_body);
+	cr_assert_eq(complete("after", e2e_str_at(t, "id"), json_object()), 200,
+		     "%s", e2e_last_body);
 	json_decref(t);
-	json_t *wf = wait_status(id, "COMPLETED");
-	cr_assert(data_is(json_object_get(task_of(wf, "h"), "output"), "data",
-			  d1),
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS);
+	cr_assert(data_is(json_object_get(e2e_task_of(wf, "h"), "output"),
+			  "data", d1),
 		  "native GET: the HUMAN output does not read back");
 	json_decref(wf);
 	snprintf(path, sizeof(path), "/api/tasks/%s", h2_id);
@@ -1132,7 +986,7 @@ Test(payloads, human_outputs_offloaded)
 	struct count_probe p = {"SELECT count(*) FROM \"Payloads\"", NULL, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, count_is, &p),
 		  "payloads left after their partition was dropped: %lld",
-		  sql_int(p.q, NULL));
+		  e2e_sql_int(p.q, NULL));
 }
 
 /* An asyncComplete INLINE task parks with a large output: offloaded, read
@@ -1147,7 +1001,7 @@ Test(payloads, async_complete_output_offloaded)
 			       "--payload-gc-grace-seconds",
 			       "2",
 			       NULL};
-	start_with(flags);
+	e2e_start(flags);
 	put_task_def("after");
 	put_def_text(
 		"{\"name\":\"asy\",\"version\":1,\"tasks\":[{\"name\":"
@@ -1160,41 +1014,41 @@ Test(payloads, async_complete_output_offloaded)
 		"\"${inl.output.approved}\"}}]}");
 	char *data = big_text(20000, 41);
 	char id[37];
-	start_workflow("asy", json_pack("{s:s}", "data", data), id);
+	e2e_start_workflow("asy", json_pack("{s:s}", "data", data), id);
 	json_t *t = wait_open(id, "inl", true);
 	cr_assert(data_is(json_object_get(t, "output"), "result", data),
 		  "the parked output does not read back");
 	char inl_id[37];
-	snprintf(inl_id, sizeof(inl_id), "%s", str_at(t, "id"));
+	snprintf(inl_id, sizeof(inl_id), "%s", e2e_str_at(t, "id"));
 	json_decref(t);
 	cr_assert(task_offloaded(inl_id, "output"),
 		  "the parked output is kept in its row");
 	const char *pi[] = {inl_id};
-	char *parked = th_value(sql,
+	char *parked = th_value(e2e_sql(),
 				"SELECT \"outputRef\" FROM \"TaskExecutions\""
 				" WHERE \"id\" = $1::uuid",
 				1, pi);
 
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/inl/complete", id);
-	json_decref(callj("POST", path, 200,
-			  json_pack("{s:{s:b}}", "output", "approved", 1)));
+	json_decref(e2e_callj("POST", path, 200,
+			      json_pack("{s:{s:b}}", "output", "approved", 1)));
 	t = poll_one("after");
 	const json_t *in = json_object_get(t, "input");
 	cr_assert(data_is(in, "r", data), "the merged output lost the result");
-	cr_assert(json_is_true(json_object_get(in, "ok")), "%s", last_body);
-	cr_assert_eq(complete("after", str_at(t, "id"), json_object()), 200,
-		     "%s", last_body);
+	cr_assert(json_is_true(json_object_get(in, "ok")), "%s", e2e_last_body);
+	cr_assert_eq(complete("after", e2e_str_at(t, "id"), json_object()), 200,
+		     "%s", e2e_last_body);
 	json_decref(t);
-	json_t *wf = wait_status(id, "COMPLETED");
-	const json_t *out = json_object_get(task_of(wf, "inl"), "output");
+	json_t *wf = e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS);
+	const json_t *out = json_object_get(e2e_task_of(wf, "inl"), "output");
 	cr_assert(data_is(out, "result", data) &&
 			  json_is_true(json_object_get(out, "approved")),
 		  "native GET: the merged output does not read back");
 	json_decref(wf);
 	cr_assert(task_offloaded(inl_id, "output"));
 	const char *pr[] = {inl_id, parked};
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(*) FROM \"TaskExecutions\""
 			    " WHERE \"id\" = $1::uuid AND \"outputRef\" <> $2",
 			    2, pr),
@@ -1207,11 +1061,12 @@ Test(payloads, async_complete_output_offloaded)
 	struct count_probe p = {q, parked, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, count_is, &p),
 		  "the replaced parked payload was not collected");
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"Payloads\" p"
-			     " JOIN \"TaskExecutions\" t ON t.\"outputRef\" ="
-			     " 'pg:' || p.\"id\" WHERE t.\"id\" = $1::uuid",
-			     inl_id),
-		     1, "the merged output's payload went too");
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(*) FROM \"Payloads\" p"
+			    " JOIN \"TaskExecutions\" t ON t.\"outputRef\" ="
+			    " 'pg:' || p.\"id\" WHERE t.\"id\" = $1::uuid",
+			    inl_id),
+		1, "the merged output's payload went too");
 	free(parked);
 	free(data);
 }
@@ -1219,7 +1074,7 @@ Test(payloads, async_complete_output_offloaded)
 static json_t *
 post_raw(const char *path, const char *body, long status)
 {
-	return call("POST", path, body, status);
+	return e2e_call("POST", path, body, status);
 }
 
 /* POST of body (taken) to a route that answers text; its status. */
@@ -1229,9 +1084,9 @@ post_text(const char *path, json_t *body)
 	char *text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	struct th_response r;
-	th_http(srv, "POST", path, text, strlen(text), &r);
+	th_http(e2e_server(), "POST", path, text, strlen(text), &r);
 	free(text);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	snprintf(e2e_last_body, sizeof(e2e_last_body), "%s", r.body);
 	long status = r.status;
 	th_response_free(&r);
 	return status;
@@ -1245,7 +1100,7 @@ Test(payloads, gates_and_starts_above_the_maximum)
 {
 	const char *flags[] = {"--payload-offload-bytes", "1024",
 			       "--payload-max-bytes", "4096", NULL};
-	start_with(flags);
+	e2e_start(flags);
 	put_task_def("work");
 	put_task_def("cin");
 	put_def_text(child_def);
@@ -1255,18 +1110,18 @@ Test(payloads, gates_and_starts_above_the_maximum)
 	put_def_text("{\"name\":\"hum1\",\"version\":1,\"tasks\":[{\"name\":"
 		     "\"h\",\"taskReferenceName\":\"h\",\"type\":\"HUMAN\"}]}");
 	char id[37];
-	start_workflow("hum1", json_object(), id);
+	e2e_start_workflow("hum1", json_object(), id);
 	json_decref(wait_open(id, "h", false));
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/h/complete", id);
-	json_t *v = callj("POST", path, 413,
-			  json_pack("{s:{s:s}}", "output", "x", big));
+	json_t *v = e2e_callj("POST", path, 413,
+			      json_pack("{s:{s:s}}", "output", "x", big));
 	json_t *err = json_object_get(v, "error");
-	cr_assert_str_eq(str_at(err, "code"), "payload_too_large");
-	cr_assert(strstr(str_at(err, "message"), "task output of 10") &&
-			  strstr(str_at(err, "message"),
+	cr_assert_str_eq(e2e_str_at(err, "code"), "payload_too_large");
+	cr_assert(strstr(e2e_str_at(err, "message"), "task output of 10") &&
+			  strstr(e2e_str_at(err, "message"),
 				 "exceeds the payload maximum of 4096 bytes"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(v);
 	char cpath[256];
 	snprintf(cpath, sizeof(cpath), "/api/tasks/%s/h/COMPLETED", id);
@@ -1275,13 +1130,13 @@ Test(payloads, gates_and_starts_above_the_maximum)
 	json_decref(req);
 	v = post_raw(cpath, body, 413);
 	free(body);
-	cr_assert(strstr(last_body, "exceeds the payload maximum of 4096"),
-		  "%s", last_body);
+	cr_assert(strstr(e2e_last_body, "exceeds the payload maximum of 4096"),
+		  "%s", e2e_last_body);
 	json_decref(v);
 	json_decref(wait_open(id, "h", false));
-	json_decref(callj("POST", path, 200,
-			  json_pack("{s:{s:s}}", "output", "x", "small")));
-	json_decref(wait_status(id, "COMPLETED"));
+	json_decref(e2e_callj("POST", path, 200,
+			      json_pack("{s:{s:s}}", "output", "x", "small")));
+	json_decref(e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS));
 
 	/* asyncComplete: an output above the maximum is not parked. */
 	put_def_text(
@@ -1290,14 +1145,14 @@ Test(payloads, gates_and_starts_above_the_maximum)
 		"\"asyncComplete\":true,\"inputParameters\":{"
 		"\"evaluatorType\":\"javascript\",\"expression\":"
 		"\"$.v + $.v + $.v\",\"v\":\"${workflow.input.d}\"}}]}");
-	start_workflow("asy1", json_pack("{s:s}", "d", d), id);
-	json_t *wf = wait_status(id, "FAILED");
-	const json_t *t = task_of(wf, "inl");
-	cr_assert_str_eq(str_at(t, "status"), "FAILED_WITH_TERMINAL_ERROR");
-	cr_assert(strstr(str_at(t, "reason"), "output of 60") &&
-			  strstr(str_at(t, "reason"),
+	e2e_start_workflow("asy1", json_pack("{s:s}", "d", d), id);
+	json_t *wf = e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS);
+	const json_t *t = e2e_task_of(wf, "inl");
+	cr_assert_str_eq(e2e_str_at(t, "status"), "FAILED_WITH_TERMINAL_ERROR");
+	cr_assert(strstr(e2e_str_at(t, "reason"), "output of 60") &&
+			  strstr(e2e_str_at(t, "reason"),
 				 "exceeds the payload maximum of 4096 bytes"),
-		  "%s", str_at(t, "reason"));
+		  "%s", e2e_str_at(t, "reason"));
 	json_decref(wf);
 
 	/* SUB_WORKFLOW and START_WORKFLOW: the task fails, nothing starts. */
@@ -1317,21 +1172,23 @@ Test(payloads, gates_and_starts_above_the_maximum)
 	static const char *const starters[][2] = {{"psub1", "sub"},
 						  {"sw1", "sw"}};
 	for (size_t i = 0; i < 2; i++) {
-		start_workflow(starters[i][0], json_pack("{s:s}", "d", d), id);
-		wf = wait_status(id, "FAILED");
-		t = task_of(wf, starters[i][1]);
-		cr_assert_str_eq(str_at(t, "status"),
+		e2e_start_workflow(starters[i][0], json_pack("{s:s}", "d", d),
+				   id);
+		wf = e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS);
+		t = e2e_task_of(wf, starters[i][1]);
+		cr_assert_str_eq(e2e_str_at(t, "status"),
 				 "FAILED_WITH_TERMINAL_ERROR");
-		cr_assert(strstr(str_at(t, "reason"), "workflow input of 60") &&
-				  strstr(str_at(t, "reason"),
+		cr_assert(strstr(e2e_str_at(t, "reason"),
+				 "workflow input of 60") &&
+				  strstr(e2e_str_at(t, "reason"),
 					 "exceeds the payload maximum of "
 					 "4096 bytes"),
-			  "%s: %s", starters[i][0], str_at(t, "reason"));
+			  "%s: %s", starters[i][0], e2e_str_at(t, "reason"));
 		json_decref(wf);
 	}
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
-			     " WHERE \"defName\" = 'child'",
-			     NULL),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+				 " WHERE \"defName\" = 'child'",
+				 NULL),
 		     0, "a workflow started with an input above the maximum");
 
 	/* A failure workflow whose input would hold the failed workflow's
@@ -1341,28 +1198,28 @@ Test(payloads, gates_and_starts_above_the_maximum)
 		     "\"taskReferenceName\":\"work\"}]}");
 	char *d3 = big_text(3000, 53);
 	char failing[37];
-	start_workflow("failing", json_pack("{s:s}", "data", d3), failing);
+	e2e_start_workflow("failing", json_pack("{s:s}", "data", d3), failing);
 	json_t *w = poll_one("work");
 	snprintf(path, sizeof(path), NS "/queues/work/tasks/%s/fail",
-		 str_at(w, "id"));
-	json_decref(callj(
+		 e2e_str_at(w, "id"));
+	json_decref(e2e_callj(
 		"POST", path, 200,
 		json_pack("{s:s,s:s}", "workerId", "w1", "reason", "broken")));
 	json_decref(w);
-	wf = wait_status(failing, "FAILED");
+	wf = e2e_wait_status(failing, "FAILED", DECIDE_TIMEOUT_MS);
 	char fw[37];
-	snprintf(fw, sizeof(fw), "%s", str_at(wf, "failureWorkflowId"));
+	snprintf(fw, sizeof(fw), "%s", e2e_str_at(wf, "failureWorkflowId"));
 	json_decref(wf);
-	wf = get_workflow(fw);
+	wf = e2e_get_workflow(fw);
 	const json_t *in = json_object_get(wf, "input");
-	cr_assert_str_eq(str_at(in, "workflowId"), failing);
-	cr_assert_null(json_object_get(in, "data"), "%s", last_body);
+	cr_assert_str_eq(e2e_str_at(in, "workflowId"), failing);
+	cr_assert_null(json_object_get(in, "data"), "%s", e2e_last_body);
 	cr_assert_null(
 		json_object_get(json_object_get(in, "failedWorkflow"), "input"),
-		"%s", last_body);
-	cr_assert(strstr(str_at(in, "inputOmitted"),
+		"%s", e2e_last_body);
+	cr_assert(strstr(e2e_str_at(in, "inputOmitted"),
 			 "exceeds the payload maximum of 4096 bytes"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(wf);
 	free(d3);
 	free(big);
@@ -1375,17 +1232,17 @@ Test(payloads, progress_and_rerun_inputs_offloaded)
 {
 	const char *flags[] = {"--payload-offload-bytes", "1024",
 			       "--payload-max-bytes", "4096", NULL};
-	start_with(flags);
+	e2e_start(flags);
 	put_task_def("lookup");
 	put_def_text("{\"name\":\"one2\",\"version\":1,\"tasks\":[{\"name\":"
 		     "\"lookup\",\"taskReferenceName\":\"a\","
 		     "\"inputParameters\":{\"x\":\"${workflow.input.x}\"}}]}");
 	char *d = big_text(2000, 61), *big = big_text(10000, 62);
 	char id[37];
-	start_workflow("one2", json_pack("{s:s}", "x", "small"), id);
+	e2e_start_workflow("one2", json_pack("{s:s}", "x", "small"), id);
 	json_t *t = poll_one("lookup");
 	char task_id[37];
-	snprintf(task_id, sizeof(task_id), "%s", str_at(t, "id"));
+	snprintf(task_id, sizeof(task_id), "%s", e2e_str_at(t, "id"));
 	json_decref(t);
 
 	/* IN_PROGRESS with progress: offloaded, read back; too large: 413. */
@@ -1394,7 +1251,7 @@ Test(payloads, progress_and_rerun_inputs_offloaded)
 					 task_id, "workflowInstanceId", id,
 					 "status", "IN_PROGRESS", "extendLease",
 					 1, "outputData", "p", d)),
-		     200, "%s", last_body);
+		     200, "%s", e2e_last_body);
 	cr_assert(task_offloaded(task_id, "output"),
 		  "IN_PROGRESS: the progress is kept in its row");
 	char path[256];
@@ -1408,47 +1265,47 @@ Test(payloads, progress_and_rerun_inputs_offloaded)
 					 task_id, "workflowInstanceId", id,
 					 "status", "IN_PROGRESS", "extendLease",
 					 1, "outputData", "p", big)),
-		     413, "%s", last_body);
-	cr_assert(strstr(last_body, "exceeds the payload maximum of 4096"),
-		  "%s", last_body);
+		     413, "%s", e2e_last_body);
+	cr_assert(strstr(e2e_last_body, "exceeds the payload maximum of 4096"),
+		  "%s", e2e_last_body);
 	json_t *v;
 	cr_assert_eq(complete("lookup", task_id, json_object()), 200, "%s",
-		     last_body);
-	json_decref(wait_status(id, "COMPLETED"));
+		     e2e_last_body);
+	json_decref(e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS));
 
 	/* Rerun with new inputs: offloaded, read back. */
 	snprintf(path, sizeof(path), NS "/workflows/%s/rerun", id);
-	json_decref(
-		callj("POST", path, 200,
-		      json_pack("{s:s,s:{s:s},s:{s:s}}", "taskRefName", "a",
-				"workflowInput", "x", d, "taskInput", "y", d)));
+	json_decref(e2e_callj("POST", path, 200,
+			      json_pack("{s:s,s:{s:s},s:{s:s}}", "taskRefName",
+					"a", "workflowInput", "x", d,
+					"taskInput", "y", d)));
 	cr_assert(exec_offloaded(id),
 		  "rerun: the workflow input is in its row");
 	t = poll_one("lookup");
-	snprintf(task_id, sizeof(task_id), "%s", str_at(t, "id"));
+	snprintf(task_id, sizeof(task_id), "%s", e2e_str_at(t, "id"));
 	cr_assert(data_is(json_object_get(t, "input"), "y", d),
 		  "rerun: the task input does not read back");
 	json_decref(t);
 	cr_assert(task_offloaded(task_id, "input"),
 		  "rerun: the task input is kept in its row");
-	json_t *wf = get_workflow(id);
+	json_t *wf = e2e_get_workflow(id);
 	cr_assert(data_is(json_object_get(wf, "input"), "x", d),
 		  "rerun: the workflow input does not read back");
 	json_decref(wf);
 	cr_assert_eq(complete("lookup", task_id, json_object()), 200, "%s",
-		     last_body);
-	json_decref(wait_status(id, "COMPLETED"));
+		     e2e_last_body);
+	json_decref(e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS));
 
 	/* Too large: 413, the workflow stays as it was. */
-	v = callj("POST", path, 413,
-		  json_pack("{s:s,s:{s:s}}", "taskRefName", "a",
-			    "workflowInput", "x", big));
-	cr_assert(strstr(str_at(json_object_get(v, "error"), "message"),
+	v = e2e_callj("POST", path, 413,
+		      json_pack("{s:s,s:{s:s}}", "taskRefName", "a",
+				"workflowInput", "x", big));
+	cr_assert(strstr(e2e_str_at(json_object_get(v, "error"), "message"),
 			 "workflow input of 10"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(v);
-	wf = get_workflow(id);
-	cr_assert_str_eq(str_at(wf, "status"), "COMPLETED");
+	wf = e2e_get_workflow(id);
+	cr_assert_str_eq(e2e_str_at(wf, "status"), "COMPLETED");
 	cr_assert(data_is(json_object_get(wf, "input"), "x", d));
 	json_decref(wf);
 	free(d);

@@ -34,7 +34,7 @@
  *               history notifications on) by the time its first stream
  *               has opened, and removes itself after the last one closed.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -59,83 +59,9 @@ enum {
 
 #define NS "/v1/ns/default"
 
-static struct th_db db;
-static struct th_server servers[2];
-static PGconn *sql;
-
-static void
-cleanup(void)
-{
-	if (sql) {
-		PQfinish(sql);
-		sql = NULL;
-	}
-	for (int i = 0; i < 2; i++)
-		if (servers[i].proc.pid > 0) {
-			kill(servers[i].proc.pid, SIGKILL);
-			waitpid(servers[i].proc.pid, NULL, 0);
-			servers[i].proc.pid = 0;
-			close(servers[i].proc.out_fd);
-		}
-	th_db_drop(&db);
-}
-
-TestSuite(sse, .fini = cleanup);
-
-/* A server's output must be drained or it stalls on a full pipe. */
-static void *
-drain_main(void *arg)
-{
-	int fd = *(int *)arg;
-	char buf[4096];
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
-	return NULL;
-}
-
-static void
-start_server(int i, const char *const *flags)
-{
-	th_server_start(&servers[i], db.url, flags);
-	pthread_t t;
-	cr_assert(pthread_create(&t, NULL, drain_main,
-				 &servers[i].proc.out_fd) == 0);
-	pthread_detach(t);
-}
-
-static void
-setup(const char *const *flags)
-{
-	th_db_clone(&db);
-	start_server(0, flags);
-	sql = th_connect(db.url);
-}
+TestSuite(sse, .fini = e2e_stop);
 
 /* ------------------------------------------------------------ HTTP */
-
-static json_t *
-call(const struct th_server *s, const char *method, const char *path,
-     const char *body, long status)
-{
-	struct th_response r;
-	th_http(s, method, path, body, body ? strlen(body) : 0, &r);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = r.body_len ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
-	th_response_free(&r);
-	return v;
-}
-
-static json_t *
-callj(const struct th_server *s, const char *method, const char *path,
-      long status, json_t *body)
-{
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	json_t *v = call(s, method, path, text, status);
-	free(text);
-	return v;
-}
 
 /* A definition `name` of n SIMPLE tasks on queue `task`. */
 static void
@@ -144,9 +70,9 @@ put_workflow(const struct th_server *s, const char *name, const char *task,
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/task-definitions/%s", task);
-	json_decref(
-		callj(s, "PUT", path, 201,
-		      json_pack("{s:s,s:i}", "name", task, "retryCount", 0)));
+	json_decref(e2e_callj_on(
+		s, "PUT", path, 201,
+		json_pack("{s:s,s:i}", "name", task, "retryCount", 0)));
 	json_t *tasks = json_array();
 	for (int i = 0; i < n; i++) {
 		char ref[32];
@@ -156,16 +82,16 @@ put_workflow(const struct th_server *s, const char *name, const char *task,
 						"taskReferenceName", ref,
 						"type", "SIMPLE"));
 	}
-	json_decref(callj(s, "POST", NS "/workflow-definitions", 201,
-			  json_pack("{s:s,s:i,s:o}", "name", name, "version", 1,
-				    "tasks", tasks)));
+	json_decref(e2e_callj_on(s, "POST", NS "/workflow-definitions", 201,
+				 json_pack("{s:s,s:i,s:o}", "name", name,
+					   "version", 1, "tasks", tasks)));
 }
 
 static void
 start_workflow(const struct th_server *s, const char *name, char id[37])
 {
-	json_t *v = callj(s, "POST", NS "/workflows", 201,
-			  json_pack("{s:s}", "name", name));
+	json_t *v = e2e_callj_on(s, "POST", NS "/workflows", 201,
+				 json_pack("{s:s}", "name", name));
 	snprintf(id, 37, "%s", json_string_value(json_object_get(v, "id")));
 	json_decref(v);
 }
@@ -182,8 +108,8 @@ polled(void *arg)
 	struct poll_probe *p = arg;
 	char path[256];
 	snprintf(path, sizeof(path), NS "/queues/%s/poll", p->queue);
-	json_t *v = callj(p->s, "POST", path, 200,
-			  json_pack("{s:s}", "workerId", "w"));
+	json_t *v = e2e_callj_on(p->s, "POST", path, 200,
+				 json_pack("{s:s}", "workerId", "w"));
 	json_t *t = json_array_get(json_object_get(v, "tasks"), 0);
 	bool got = t != NULL;
 	if (got)
@@ -202,16 +128,16 @@ work_one(const struct th_server *s, const char *queue)
 	char path[256];
 	snprintf(path, sizeof(path), NS "/queues/%s/tasks/%s/complete", queue,
 		 p.task_id);
-	json_decref(callj(s, "POST", path, 200,
-			  json_pack("{s:s,s:{s:s}}", "workerId", "w", "output",
-				    "done", p.task_id)));
+	json_decref(e2e_callj_on(s, "POST", path, 200,
+				 json_pack("{s:s,s:{s:s}}", "workerId", "w",
+					   "output", "done", p.task_id)));
 }
 
 static long long
 max_seq(const char *id)
 {
 	const char *params[] = {id};
-	return th_int(sql,
+	return th_int(e2e_sql(),
 		      "SELECT coalesce(max(\"seq\"), 0) FROM \"WorkflowEvents\""
 		      " WHERE \"workflowId\" = $1::uuid",
 		      1, params);
@@ -471,7 +397,7 @@ assert_exactly(const struct th_server *s, struct sse *c, const char *id,
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/events", id);
-	json_t *v = call(s, "GET", path, NULL, 200);
+	json_t *v = e2e_call_on(s, "GET", path, NULL, 200);
 	json_t *all = json_object_get(v, "events");
 	pthread_mutex_lock(&c->mu);
 	cr_assert_eq(c->n, to - from + 1, "%d events, wanted %lld..%lld", c->n,
@@ -496,8 +422,8 @@ assert_exactly(const struct th_server *s, struct sse *c, const char *id,
 
 Test(sse, resume)
 {
-	setup(NULL);
-	const struct th_server *s = &servers[0];
+	e2e_start(NULL);
+	const struct th_server *s = e2e_server_at(0);
 	put_workflow(s, "five", "step", 5);
 	char id[37], path[256];
 	start_workflow(s, "five", id);
@@ -537,9 +463,9 @@ Test(sse, resume)
 
 Test(sse, replicas)
 {
-	setup(NULL);
-	start_server(1, NULL);
-	const struct th_server *a = &servers[0], *b = &servers[1];
+	e2e_start(NULL);
+	e2e_serve(NULL);
+	const struct th_server *a = e2e_server_at(0), *b = e2e_server_at(1);
 	put_workflow(b, "pair", "pq", 2);
 	char id[37], path[256];
 	start_workflow(b, "pair", id);
@@ -560,8 +486,8 @@ Test(sse, replicas)
 Test(sse, namespace)
 {
 	const char *flags[] = {"--sse-heartbeat-seconds", "1", NULL};
-	setup(flags);
-	const struct th_server *s = &servers[0];
+	e2e_start(flags);
+	const struct th_server *s = e2e_server_at(0);
 	put_workflow(s, "watched", "wq", 1);
 	put_workflow(s, "other", "oq", 1);
 	struct sse *c = sse_open(s, NS "/events?name=watched", NULL, 0, NULL);
@@ -611,7 +537,7 @@ Test(sse, namespace)
 	sse_close(c);
 
 	/* Without the Accept header it is no JSON endpoint: 400. */
-	json_t *e = call(s, "GET", NS "/events", NULL, 400);
+	json_t *e = e2e_call_on(s, "GET", NS "/events", NULL, 400);
 	cr_assert_not_null(json_object_get(e, "error"));
 	json_decref(e);
 }
@@ -622,7 +548,7 @@ changes_of(const char *def)
 {
 	const char *params[] = {def};
 	return th_int(
-		sql,
+		e2e_sql(),
 		"SELECT count(*) FROM \"WorkflowEvents\" ev"
 		" JOIN \"WorkflowExecutions\" x ON x.\"id\" = ev.\"workflowId\""
 		" WHERE x.\"defName\" = $1"
@@ -701,9 +627,9 @@ find_change(struct sse *c, const char *id, const char *type)
 
 Test(sse, namespace_resume)
 {
-	setup(NULL);
-	start_server(1, NULL);
-	const struct th_server *a = &servers[0], *b = &servers[1];
+	e2e_start(NULL);
+	e2e_serve(NULL);
+	const struct th_server *a = e2e_server_at(0), *b = e2e_server_at(1);
 	put_workflow(a, "nsr", "nq", 1);
 	put_workflow(a, "noise", "zq", 1);
 	struct sse *c1 = sse_open(a, NS "/events?name=nsr", NULL, 0, NULL);
@@ -774,8 +700,8 @@ Test(sse, namespace_resume)
 
 Test(sse, namespace_late_commit)
 {
-	setup(NULL);
-	const struct th_server *s = &servers[0];
+	e2e_start(NULL);
+	const struct th_server *s = e2e_server_at(0);
 	put_workflow(s, "late", "lq", 1);
 	char w1[37], w2[37], w3[37], path[256];
 	struct sse *c = sse_open(s, NS "/events?name=late", NULL, 0, NULL);
@@ -784,7 +710,7 @@ Test(sse, namespace_late_commit)
 	wait_count(c, 1);
 	/* A transaction that began first writes a status change of w1, and
 	 * commits last. */
-	PGconn *t = th_connect(db.url);
+	PGconn *t = th_connect(e2e_db()->url);
 	th_exec(t, "BEGIN");
 	const char *params[] = {w1};
 	PQclear(th_query(
@@ -879,8 +805,8 @@ Test(sse, slow)
 {
 	const char *flags[] = {"--sse-buffer-bytes", "65536",
 			       "--sse-heartbeat-seconds", "1", NULL};
-	setup(flags);
-	const struct th_server *s = &servers[0];
+	e2e_start(flags);
+	const struct th_server *s = e2e_server_at(0);
 	put_workflow(s, "idle", "never", 1);
 	char id[37], path[256];
 	start_workflow(s, "idle", id);
@@ -891,7 +817,7 @@ Test(sse, slow)
 	 * socket buffers and the stream's cap hold. */
 	const char *params[] = {id};
 	PQclear(th_query(
-		sql,
+		e2e_sql(),
 		"INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
 		" \"seq\", \"type\", \"data\")"
 		" SELECT e.\"id\", e.\"namespaceId\", 1000 + g, 'FILLER',"
@@ -915,7 +841,7 @@ Test(sse, slow)
 	for (int i = 1; i < c->n; i++)
 		cr_assert_gt(c->seqs[i], c->seqs[i - 1], "out of order at %d",
 			     i);
-	long long all = th_int(sql,
+	long long all = th_int(e2e_sql(),
 			       "SELECT count(*) FROM \"WorkflowEvents\""
 			       " WHERE \"workflowId\" = $1::uuid",
 			       1, params);
@@ -952,8 +878,8 @@ Test(sse, errors)
 			       "--sse-max-streams-per-client",
 			       "2",
 			       NULL};
-	setup(flags);
-	const struct th_server *s = &servers[0];
+	e2e_start(flags);
+	const struct th_server *s = e2e_server_at(0);
 	put_workflow(s, "caps", "cq", 1);
 	char id[37], path[256];
 	start_workflow(s, "caps", id);
@@ -997,7 +923,7 @@ Test(sse, errors)
 	sse_close(three);
 
 	/* Without Accept: the JSON history. */
-	json_t *v = call(s, "GET", path, NULL, 200);
+	json_t *v = e2e_call_on(s, "GET", path, NULL, 200);
 	cr_assert(json_is_array(json_object_get(v, "events")));
 	json_decref(v);
 	/* A Last-Event-ID that is no seq: 400. */
@@ -1009,8 +935,8 @@ Test(sse, errors)
 Test(sse, listener)
 {
 	const char *flags[] = {"--sse-heartbeat-seconds", "1", NULL};
-	setup(flags);
-	const struct th_server *s = &servers[0];
+	e2e_start(flags);
+	const struct th_server *s = e2e_server_at(0);
 	put_workflow(s, "two", "lq", 2);
 	char id[37], path[256];
 	start_workflow(s, "two", id);
@@ -1019,12 +945,12 @@ Test(sse, listener)
 	wait_seq(c, 1);
 	/* What a statement-level trigger referencing NEW would send, and
 	 * other payloads that are no "workflowId:seq". */
-	th_exec(sql, "NOTIFY node_flow_workflow_events, ''");
-	th_exec(sql, "NOTIFY node_flow_workflow_events, 'garbage'");
+	th_exec(e2e_sql(), "NOTIFY node_flow_workflow_events, ''");
+	th_exec(e2e_sql(), "NOTIFY node_flow_workflow_events, 'garbage'");
 	char bad[128];
 	snprintf(bad, sizeof(bad),
 		 "SELECT pg_notify('node_flow_workflow_events', '%s:x')", id);
-	PQclear(th_query(sql, bad, 0, NULL));
+	PQclear(th_query(e2e_sql(), bad, 0, NULL));
 	wait_metric(s, "nodeflow_listener_ignored_total 3\n");
 	/* The listener lives: the next events stream. */
 	long long before = max_seq(id);
@@ -1032,16 +958,16 @@ Test(sse, listener)
 	wait_seq(c, before + 1);
 	/* An event written without a notification (triggers off in this
 	 * session) arrives by the heartbeat's re-read. */
-	th_exec(sql, "SET session_replication_role = replica");
+	th_exec(e2e_sql(), "SET session_replication_role = replica");
 	const char *params[] = {id};
 	PQclear(th_query(
-		sql,
+		e2e_sql(),
 		"INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
 		" \"seq\", \"type\") SELECT e.\"id\", e.\"namespaceId\", 500,"
 		" 'SILENT' FROM \"WorkflowExecutions\" e"
 		" WHERE e.\"id\" = $1::uuid",
 		1, params));
-	th_exec(sql, "SET session_replication_role = DEFAULT");
+	th_exec(e2e_sql(), "SET session_replication_role = DEFAULT");
 	wait_seq(c, 500);
 	sse_close(c);
 }
@@ -1054,7 +980,7 @@ static bool
 holders_are(void *arg)
 {
 	struct holders_probe *p = arg;
-	return th_int(sql,
+	return th_int(e2e_sql(),
 		      "SELECT coalesce(sum(\"streams\"), 0) FROM"
 		      " \"LiveStreamHolders\" WHERE \"expiresAt\" > now()",
 		      0, NULL) == p->want;
@@ -1064,8 +990,8 @@ Test(sse, holders)
 {
 	/* A closed client is noticed at the next heartbeat's write. */
 	const char *flags[] = {"--sse-heartbeat-seconds", "1", NULL};
-	setup(flags);
-	const struct th_server *s = &servers[0];
+	e2e_start(flags);
+	const struct th_server *s = e2e_server_at(0);
 	put_workflow(s, "one", "hq", 1);
 	char id[37], path[256];
 	start_workflow(s, "one", id);
@@ -1089,8 +1015,8 @@ Test(sse, holders)
 
 Test(sse, shutdown)
 {
-	setup(NULL);
-	struct th_server *s = &servers[0];
+	e2e_start(NULL);
+	struct th_server *s = e2e_server_at(0);
 	put_workflow(s, "stopping", "sq", 1);
 	char id[37], path[256];
 	start_workflow(s, "stopping", id);

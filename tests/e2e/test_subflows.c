@@ -40,7 +40,7 @@
  * Every test gets its own database and server.  Waits are deadlines
  * (th_wait_until), never bare sleeps.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -51,52 +51,23 @@
 
 enum { WAIT_MS = 20000 };
 
-#define NS "/v1/ns/default"
-
-static struct th_db db;
-static struct th_server srv;
-static PGconn *sql;
+#define NS E2E_NS
 
 static void
 setup(void)
 {
-	th_db_clone(&db);
 	const char *flags[] = {"--timers-interval-ms", "100", NULL};
-	th_server_start(&srv, db.url, flags);
-	sql = th_connect(db.url);
+	e2e_start(flags);
 }
 
-static void
-teardown(void)
-{
-	PQfinish(sql);
-	th_server_stop(&srv);
-	th_db_drop(&db);
-}
-
-TestSuite(subflows, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(subflows, .init = setup, .fini = e2e_stop, .timeout = 120);
 
 /* ---------------------------------------------------------- HTTP helpers */
-
-static char last_body[16384];
-
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(&srv, method, path, body, body ? strlen(body) : 0, &r);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = r.body_len ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
-	th_response_free(&r);
-	return v;
-}
 
 static void
 define(const char *def)
 {
-	json_decref(call("POST", NS "/workflow-definitions", def, 201));
+	json_decref(e2e_call("POST", NS "/workflow-definitions", def, 201));
 }
 
 static void
@@ -108,23 +79,15 @@ define_task(const char *name, int retries)
 		 "{\"name\":\"%s\",\"retryCount\":%d,"
 		 "\"responseTimeoutSeconds\":60}",
 		 name, retries);
-	json_decref(call("PUT", path, body, 201));
+	json_decref(e2e_call("PUT", path, body, 201));
 }
 
 static void
 start(const char *body, char id[37])
 {
-	json_t *v = call("POST", NS "/workflows", body, 201);
+	json_t *v = e2e_call("POST", NS "/workflows", body, 201);
 	snprintf(id, 37, "%s", json_string_value(json_object_get(v, "id")));
 	json_decref(v);
-}
-
-static json_t *
-get(const char *id)
-{
-	char path[256];
-	snprintf(path, sizeof(path), NS "/workflows/%s", id);
-	return call("GET", path, NULL, 200);
 }
 
 static const char *
@@ -143,7 +106,7 @@ static bool
 has_status(void *arg)
 {
 	struct status_probe *p = arg;
-	json_t *v = get(p->id);
+	json_t *v = e2e_get_workflow(p->id);
 	bool ok = strcmp(str(v, "status"), p->want) == 0;
 	json_decref(v);
 	return ok;
@@ -154,7 +117,7 @@ wait_status(const char *id, const char *want)
 {
 	struct status_probe p = {id, want};
 	if (!th_wait_until(WAIT_MS, has_status, &p)) {
-		json_t *v = get(id);
+		json_t *v = e2e_get_workflow(id);
 		char *text = json_dumps(v, JSON_COMPACT);
 		cr_assert_fail("workflow %s never became %s: %s", id, want,
 			       text);
@@ -186,7 +149,7 @@ static bool
 task_in(void *arg)
 {
 	struct task_probe *p = arg;
-	json_t *v = get(p->id);
+	json_t *v = e2e_get_workflow(p->id);
 	json_t *t = task_of(v, p->ref);
 	bool ok = t && strcmp(str(t, "status"), p->status) == 0;
 	if (ok)
@@ -205,7 +168,7 @@ wait_task(const char *id, const char *ref, const char *status)
 	p = (struct task_probe){id, ref, status, ""};
 	cr_assert(th_wait_until(WAIT_MS, task_in, &p),
 		  "task %s of %s never became %s: %s", ref, id, status,
-		  last_body);
+		  e2e_last_body);
 	return p.sub;
 }
 
@@ -220,7 +183,7 @@ polled(void *arg)
 	struct poll_probe *p = arg;
 	char path[256];
 	snprintf(path, sizeof(path), NS "/queues/%s/poll", p->queue);
-	json_t *v = call("POST", path, "{\"workerId\":\"w\"}", 200);
+	json_t *v = e2e_call("POST", path, "{\"workerId\":\"w\"}", 200);
 	json_t *t = json_array_get(json_object_get(v, "tasks"), 0);
 	if (t)
 		p->task = json_incref(t);
@@ -243,7 +206,7 @@ finish(const char *queue, json_t *task, const char *verb, const char *body)
 	char path[256];
 	snprintf(path, sizeof(path), NS "/queues/%s/tasks/%s/%s", queue,
 		 str(task, "id"), verb);
-	json_decref(call("POST", path, body, 200));
+	json_decref(e2e_call("POST", path, body, 200));
 }
 
 static json_t *
@@ -253,7 +216,7 @@ signal_task(const char *id, const char *ref, const char *verb, const char *body,
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/%s/%s", id, ref,
 		 verb);
-	return call("POST", path, body, status);
+	return e2e_call("POST", path, body, status);
 }
 
 static json_t *
@@ -261,14 +224,14 @@ action(const char *id, const char *name, long status)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/%s", id, name);
-	return call("POST", path, "{}", status);
+	return e2e_call("POST", path, "{}", status);
 }
 
 static long long
 sql_int(const char *q, const char *param)
 {
 	const char *params[] = {param};
-	return th_int(sql, q, 1, params);
+	return th_int(e2e_sql(), q, 1, params);
 }
 
 /* ------------------------------------------------------------ the tests */
@@ -298,11 +261,11 @@ Test(subflows, sub_workflow)
 	char child[37];
 	snprintf(child, sizeof(child), "%s",
 		 wait_task(parent, "c", "IN_PROGRESS"));
-	cr_assert_eq(strlen(child), 36, "no subWorkflowId: %s", last_body);
+	cr_assert_eq(strlen(child), 36, "no subWorkflowId: %s", e2e_last_body);
 
-	json_t *cv = get(child);
+	json_t *cv = e2e_get_workflow(child);
 	cr_assert_str_eq(str(cv, "parentWorkflowId"), parent);
-	json_t *pv = get(parent);
+	json_t *pv = e2e_get_workflow(parent);
 	cr_assert_str_eq(str(cv, "parentTaskId"), str(task_of(pv, "c"), "id"));
 	cr_assert_str_eq(str(task_of(pv, "c"), "subWorkflowId"), child);
 	cr_assert_eq(json_integer_value(json_object_get(
@@ -323,12 +286,12 @@ Test(subflows, sub_workflow)
 	cr_assert_eq(json_integer_value(json_object_get(
 			     json_object_get(t, "input"), "got")),
 		     42, "the child's output did not reach the next task: %s",
-		     last_body);
+		     e2e_last_body);
 	finish("work", t, "complete", "{\"workerId\":\"w\",\"output\":{}}");
 	json_decref(t);
 	wait_status(parent, "COMPLETED");
 
-	pv = get(parent);
+	pv = e2e_get_workflow(parent);
 	json_t *out = json_object_get(task_of(pv, "c"), "output");
 	cr_assert_eq(json_integer_value(json_object_get(out, "doubled")), 42);
 	cr_assert_str_eq(str(out, "subWorkflowId"), child);
@@ -347,11 +310,11 @@ Test(subflows, child_fails)
 	json_decref(t);
 	wait_status(child, "FAILED");
 	wait_status(parent, "FAILED");
-	json_t *pv = get(parent);
+	json_t *pv = e2e_get_workflow(parent);
 	cr_assert(strstr(str(task_of(pv, "c"), "reason"), child),
-		  "reason does not name the child: %s", last_body);
+		  "reason does not name the child: %s", e2e_last_body);
 	cr_assert(strstr(str(task_of(pv, "c"), "reason"), "boom"), "%s",
-		  last_body);
+		  e2e_last_body);
 	cr_assert_str_eq(str(task_of(pv, "c"), "status"), "FAILED");
 	json_decref(pv);
 }
@@ -370,9 +333,9 @@ Test(subflows, child_times_out)
 		 wait_task(parent, "c", "IN_PROGRESS"));
 	wait_status(child, "TIMED_OUT");
 	wait_status(parent, "FAILED");
-	json_t *pv = get(parent);
+	json_t *pv = e2e_get_workflow(parent);
 	cr_assert(strstr(str(task_of(pv, "c"), "reason"), "TIMED_OUT"), "%s",
-		  last_body);
+		  e2e_last_body);
 	json_decref(pv);
 }
 
@@ -392,7 +355,7 @@ Test(subflows, cascade)
 	snprintf(mid, sizeof(mid), "%s", wait_task(top, "m", "IN_PROGRESS"));
 	snprintf(leaf, sizeof(leaf), "%s", wait_task(mid, "l", "IN_PROGRESS"));
 	wait_task(leaf, "g", "IN_PROGRESS");
-	json_t *lv = get(leaf);
+	json_t *lv = e2e_get_workflow(leaf);
 	cr_assert_str_eq(str(lv, "name"), "leaf");
 	json_decref(lv);
 
@@ -400,10 +363,10 @@ Test(subflows, cascade)
 	cr_assert_str_eq(str(v, "status"), "TERMINATED");
 	json_decref(v);
 	/* In the same transaction: no waiting needed. */
-	v = get(mid);
+	v = e2e_get_workflow(mid);
 	cr_assert_str_eq(str(v, "status"), "TERMINATED");
 	json_decref(v);
-	v = get(leaf);
+	v = e2e_get_workflow(leaf);
 	cr_assert_str_eq(str(v, "status"), "TERMINATED");
 	cr_assert_str_eq(str(task_of(v, "g"), "status"), "CANCELED");
 	json_decref(v);
@@ -424,7 +387,7 @@ Test(subflows, retry)
 	json_t *v = action(parent, "retry", 200);
 	cr_assert_str_eq(str(v, "status"), "RUNNING");
 	json_decref(v);
-	v = get(child);
+	v = e2e_get_workflow(child);
 	cr_assert_str_eq(str(v, "status"), "RUNNING",
 			 "the child was not retried");
 	json_decref(v);
@@ -469,14 +432,14 @@ Test(subflows, start_workflow)
 	char id[37];
 	start("{\"name\":\"launcher\",\"input\":{\"k\":\"v\"}}", id);
 	wait_status(id, "COMPLETED");
-	json_t *v = get(id);
+	json_t *v = e2e_get_workflow(id);
 	const char *started =
 		str(json_object_get(task_of(v, "s"), "output"), "workflowId");
-	cr_assert_eq(strlen(started), 36, "%s", last_body);
+	cr_assert_eq(strlen(started), 36, "%s", e2e_last_body);
 	char target[37];
 	snprintf(target, sizeof(target), "%s", started);
 	json_decref(v);
-	v = get(target);
+	v = e2e_get_workflow(target);
 	cr_assert_str_eq(str(v, "name"), "target");
 	cr_assert_str_eq(str(v, "status"), "RUNNING");
 	cr_assert_str_eq(str(v, "correlationId"), "c-1");
@@ -490,16 +453,16 @@ Test(subflows, start_workflow)
 	       "\"inputParameters\":{\"startWorkflow\":{\"name\":\"nope\"}}}]}");
 	start("{\"name\":\"misfire\"}", id);
 	wait_status(id, "FAILED");
-	v = get(id);
+	v = e2e_get_workflow(id);
 	cr_assert(strstr(str(task_of(v, "s"), "reason"), "nope"), "%s",
-		  last_body);
+		  e2e_last_body);
 	json_decref(v);
 	/* Once it exists, a retry runs the task again, and it starts. */
 	define("{\"name\":\"nope\",\"tasks\":[{\"name\":\"n\","
 	       "\"taskReferenceName\":\"n\",\"type\":\"NOOP\"}]}");
 	json_decref(action(id, "retry", 200));
 	wait_status(id, "COMPLETED");
-	v = get(id);
+	v = e2e_get_workflow(id);
 	snprintf(target, sizeof(target), "%s",
 		 str(json_object_get(task_of(v, "s"), "output"), "workflowId"));
 	json_decref(v);
@@ -521,22 +484,22 @@ Test(subflows, failure_wf)
 	finish("work", t, "fail", "{\"workerId\":\"w\",\"reason\":\"broken\"}");
 	json_decref(t);
 	wait_status(id, "FAILED");
-	json_t *v = get(id);
+	json_t *v = e2e_get_workflow(id);
 	char cleanup[37];
 	snprintf(cleanup, sizeof(cleanup), "%s", str(v, "failureWorkflowId"));
 	cr_assert_eq(strlen(cleanup), 36, "no failureWorkflowId: %s",
-		     last_body);
+		     e2e_last_body);
 	json_decref(v);
 
-	v = get(cleanup);
+	v = e2e_get_workflow(cleanup);
 	cr_assert_str_eq(str(v, "name"), "cleanup");
 	cr_assert_str_eq(str(v, "correlationId"), "o-7");
 	json_t *in = json_object_get(v, "input");
 	cr_assert_str_eq(str(in, "workflowId"), id);
 	cr_assert_str_eq(str(in, "failureStatus"), "FAILED");
-	cr_assert(strstr(str(in, "reason"), "broken"), "%s", last_body);
+	cr_assert(strstr(str(in, "reason"), "broken"), "%s", e2e_last_body);
 	cr_assert_eq(json_integer_value(json_object_get(in, "order")), 7);
-	cr_assert_eq(strlen(str(in, "failureTaskId")), 36, "%s", last_body);
+	cr_assert_eq(strlen(str(in, "failureTaskId")), 36, "%s", e2e_last_body);
 	json_t *fw = json_object_get(in, "failedWorkflow");
 	cr_assert_str_eq(str(fw, "workflowType"), "fragile");
 	cr_assert_eq(json_integer_value(json_object_get(
@@ -562,9 +525,9 @@ Test(subflows, tree)
 
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/tree", root);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	cr_assert_eq(json_integer_value(json_object_get(v, "size")), 3, "%s",
-		     last_body);
+		     e2e_last_body);
 	cr_assert(json_is_false(json_object_get(v, "truncated")));
 	json_t *r = json_object_get(v, "tree");
 	cr_assert_str_eq(str(r, "id"), root);
@@ -580,24 +543,25 @@ Test(subflows, tree)
 	json_decref(v);
 
 	snprintf(path, sizeof(path), NS "/workflows/%s/tree?maxDepth=1", root);
-	v = call("GET", path, NULL, 200);
+	v = e2e_call("GET", path, NULL, 200);
 	cr_assert_eq(json_integer_value(json_object_get(v, "size")), 2, "%s",
-		     last_body);
+		     e2e_last_body);
 	json_decref(v);
 	snprintf(path, sizeof(path), NS "/workflows/%s/tree?limit=1", root);
-	v = call("GET", path, NULL, 200);
+	v = e2e_call("GET", path, NULL, 200);
 	cr_assert(json_is_true(json_object_get(v, "truncated")), "%s",
-		  last_body);
+		  e2e_last_body);
 	json_decref(v);
 	/* From the middle: its own subtree. */
 	snprintf(path, sizeof(path), NS "/workflows/%s/tree", mid);
-	v = call("GET", path, NULL, 200);
+	v = e2e_call("GET", path, NULL, 200);
 	cr_assert_eq(json_integer_value(json_object_get(v, "size")), 2);
 	json_decref(v);
-	json_decref(call("GET",
-			 NS "/workflows/01900000-0000-7000-8000-000000000000"
-			    "/tree",
-			 NULL, 404));
+	json_decref(e2e_call("GET",
+			     NS
+			     "/workflows/01900000-0000-7000-8000-000000000000"
+			     "/tree",
+			     NULL, 404));
 }
 
 Test(subflows, wait)
@@ -627,17 +591,17 @@ Test(subflows, wait)
 				"{\"output\":{\"note\":\"hi\"}}", 200));
 	json_decref(signal_task(id, "w", "complete", "{}", 409));
 	wait_task(id, "h", "IN_PROGRESS");
-	json_t *v = get(id);
+	json_t *v = e2e_get_workflow(id);
 	cr_assert_str_eq(str(json_object_get(task_of(v, "h"), "input"), "seen"),
 			 "hi");
 	json_decref(v);
 	json_decref(signal_task(id, "h", "complete",
 				"{\"output\":{\"approved\":true}}", 200));
 	wait_status(id, "COMPLETED");
-	v = get(id);
+	v = e2e_get_workflow(id);
 	cr_assert(json_is_true(json_object_get(json_object_get(v, "output"),
 					       "approved")),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(v);
 
 	/* A gate failed through the API fails the workflow. */
@@ -646,8 +610,8 @@ Test(subflows, wait)
 	json_decref(
 		signal_task(id, "w", "fail", "{\"reason\":\"rejected\"}", 200));
 	wait_status(id, "FAILED");
-	v = get(id);
-	cr_assert(strstr(str(v, "reason"), "rejected"), "%s", last_body);
+	v = e2e_get_workflow(id);
+	cr_assert(strstr(str(v, "reason"), "rejected"), "%s", e2e_last_body);
 	json_decref(v);
 	/* Retried, the gate opens again. */
 	json_decref(action(id, "retry", 200));
@@ -681,7 +645,7 @@ Test(subflows, event)
 			" AND \"publishedAt\" IS NULL",
 			id),
 		1);
-	json_t *v = get(id);
+	json_t *v = e2e_get_workflow(id);
 	json_t *out = json_object_get(task_of(v, "e"), "output");
 	cr_assert_str_eq(str(out, "event_produced"), "kafka:orders");
 	cr_assert_eq(json_integer_value(json_object_get(out, "orderId")), 99);
@@ -702,7 +666,7 @@ Test(subflows, event_async)
 			     " 'kafka:asks' AND \"payload\"->>'q' = 'why'",
 			     id),
 		     1);
-	json_t *v = get(id);
+	json_t *v = e2e_get_workflow(id);
 	cr_assert_str_eq(str(v, "status"), "RUNNING");
 	cr_assert_str_eq(str(json_object_get(task_of(v, "e"), "output"),
 			     "event_produced"),
@@ -712,20 +676,20 @@ Test(subflows, event_async)
 	/* Completed by reference: the body merged over its output. */
 	char path[256];
 	snprintf(path, sizeof(path), "/api/tasks/%s/e/COMPLETED", id);
-	json_decref(call("POST", path, "{\"answer\":42}", 200));
+	json_decref(e2e_call("POST", path, "{\"answer\":42}", 200));
 	wait_status(id, "COMPLETED");
-	v = get(id);
+	v = e2e_get_workflow(id);
 	json_t *out = json_object_get(task_of(v, "e"), "output");
 	cr_assert_eq(json_integer_value(json_object_get(out, "answer")), 42,
-		     "%s", last_body);
+		     "%s", e2e_last_body);
 	cr_assert_str_eq(str(out, "event_produced"), "kafka:asks");
 	json_decref(v);
-	json_decref(call("POST", path, "{}", 200)); /* finished: ignored */
+	json_decref(e2e_call("POST", path, "{}", 200)); /* finished: ignored */
 
 	/* Failed by id through a TaskResult. */
 	start("{\"name\":\"ask\",\"input\":{\"q\":\"who\"}}", id);
 	wait_task(id, "e", "IN_PROGRESS");
-	v = get(id);
+	v = e2e_get_workflow(id);
 	char body[512], progress[512];
 	snprintf(body, sizeof(body),
 		 "{\"taskId\":\"%s\",\"workflowInstanceId\":\"%s\","
@@ -737,18 +701,18 @@ Test(subflows, event_async)
 		 str(task_of(v, "e"), "id"), id);
 	json_decref(v);
 	/* Progress is a worker's word: no worker holds this one. */
-	json_decref(call("POST", "/api/tasks", progress, 409));
-	json_decref(call("POST", "/api/tasks", body, 200));
+	json_decref(e2e_call("POST", "/api/tasks", progress, 409));
+	json_decref(e2e_call("POST", "/api/tasks", body, 200));
 	wait_status(id, "FAILED");
-	v = get(id);
-	cr_assert(strstr(str(v, "reason"), "nobody"), "%s", last_body);
+	v = e2e_get_workflow(id);
+	cr_assert(strstr(str(v, "reason"), "nobody"), "%s", e2e_last_body);
 	json_decref(v);
 }
 
 static void
 rejected(const char *def, const char *path)
 {
-	json_t *v = call("POST", NS "/workflow-definitions", def, 400);
+	json_t *v = e2e_call("POST", NS "/workflow-definitions", def, 400);
 	char *text = json_dumps(v, JSON_COMPACT);
 	cr_assert(strstr(text, path), "no error at %s: %s", path, text);
 	free(text);
@@ -802,7 +766,7 @@ has_child(void *arg)
 	struct tree_probe *p = arg;
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/tree", p->id);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	json_t *c = json_array_get(
 		json_object_get(json_object_get(v, "tree"), "children"), 0);
 	if (c)
@@ -833,9 +797,9 @@ Test(subflows, examples)
 	json_decref(signal_task(id, "shipped", "complete",
 				"{\"output\":{\"tracking\":\"1Z999\"}}", 200));
 	wait_status(id, "COMPLETED");
-	json_t *v = get(id);
+	json_t *v = e2e_get_workflow(id);
 	json_t *out = json_object_get(v, "output");
-	cr_assert_str_eq(str(out, "approvedBy"), "ada", "%s", last_body);
+	cr_assert_str_eq(str(out, "approvedBy"), "ada", "%s", e2e_last_body);
 	cr_assert_str_eq(str(out, "tracking"), "1Z999");
 	char audit[37];
 	snprintf(audit, sizeof(audit), "%s", str(out, "auditId"));
@@ -862,7 +826,7 @@ Test(subflows, examples)
 	json_decref(signal_task(q.child, "approve", "fail",
 				"{\"reason\":\"too much\"}", 200));
 	wait_status(id, "FAILED");
-	v = get(id);
+	v = e2e_get_workflow(id);
 	char failed[37];
 	snprintf(failed, sizeof(failed), "%s", str(v, "failureWorkflowId"));
 	json_decref(v);
@@ -883,7 +847,7 @@ Test(subflows, examples)
 	const char *child = wait_task(id, "checklist", "IN_PROGRESS");
 	char cl[37];
 	snprintf(cl, sizeof(cl), "%s", child);
-	v = get(cl);
+	v = e2e_get_workflow(cl);
 	cr_assert_str_eq(str(v, "name"), "checklist");
 	json_decref(v);
 	wait_task(cl, "tick", "IN_PROGRESS");
@@ -905,9 +869,9 @@ Test(subflows, child_terminated)
 	/* Terminating the child, not the parent, fails the parent's task. */
 	json_decref(action(child, "terminate", 200));
 	wait_status(parent, "FAILED");
-	json_t *v = get(parent);
+	json_t *v = e2e_get_workflow(parent);
 	cr_assert(strstr(str(task_of(v, "c"), "reason"), "TERMINATED"), "%s",
-		  last_body);
+		  e2e_last_body);
 	json_decref(v);
 	/* The history of the parent records the task's end. */
 	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowEvents\" WHERE"
@@ -926,7 +890,7 @@ static void *
 async_post(void *arg)
 {
 	struct async_call *c = arg;
-	th_http(&srv, "POST", c->path, "{}", 2, &c->r);
+	th_http(e2e_server(), "POST", c->path, "{}", 2, &c->r);
 	return NULL;
 }
 
@@ -953,7 +917,7 @@ nothing_queued(void *arg)
 {
 	struct quiet_probe *p = arg;
 	const char *params[] = {p->a, p->b};
-	return th_int(sql,
+	return th_int(e2e_sql(),
 		      "SELECT count(*) FROM \"DecideQueues\" WHERE"
 		      " \"workflowId\" IN ($1::uuid, $2::uuid)",
 		      2, params) == 0;
@@ -978,7 +942,7 @@ Test(subflows, terminate_deadlock)
 	 * child's row, and will ask for the parent's.  Its own deadlock check
 	 * waits longer than the server's, so the terminate is the one the
 	 * deadlock aborts. */
-	PGconn *blocker = th_connect(db.url);
+	PGconn *blocker = th_connect(e2e_db()->url);
 	th_exec(blocker, "SET deadlock_timeout = '10s'");
 	th_exec(blocker, "BEGIN");
 	const char *cp[] = {child}, *pp[] = {parent};
@@ -1012,11 +976,11 @@ Test(subflows, terminate_deadlock)
 	th_response_free(&tc.r);
 
 	/* Answered: the cascade is done. */
-	json_t *v = get(parent);
-	cr_assert_str_eq(str(v, "status"), "TERMINATED", "%s", last_body);
+	json_t *v = e2e_get_workflow(parent);
+	cr_assert_str_eq(str(v, "status"), "TERMINATED", "%s", e2e_last_body);
 	json_decref(v);
-	v = get(child);
-	cr_assert_str_eq(str(v, "status"), "TERMINATED", "%s", last_body);
+	v = e2e_get_workflow(child);
+	cr_assert_str_eq(str(v, "status"), "TERMINATED", "%s", e2e_last_body);
 	json_decref(v);
 }
 
@@ -1044,7 +1008,7 @@ Test(subflows, with_operators)
 	cr_assert_str_neq(a, b);
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/tree", id);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	cr_assert_eq(json_integer_value(json_object_get(v, "size")), 3);
 	json_decref(v);
 	wait_task(a, "g", "IN_PROGRESS");
@@ -1054,10 +1018,10 @@ Test(subflows, with_operators)
 	json_decref(
 		signal_task(b, "g", "complete", "{\"output\":{\"v\":2}}", 200));
 	wait_status(id, "COMPLETED");
-	v = get(id);
+	v = e2e_get_workflow(id);
 	json_t *out = json_object_get(v, "output");
 	cr_assert_eq(json_integer_value(json_object_get(out, "a")), 1, "%s",
-		     last_body);
+		     e2e_last_body);
 	cr_assert_eq(json_integer_value(json_object_get(out, "b")), 2);
 	json_decref(v);
 
@@ -1077,7 +1041,7 @@ Test(subflows, with_operators)
 	start("{\"name\":\"pair\"}", id);
 	snprintf(a, sizeof(a), "%s", wait_task(id, "a", "IN_PROGRESS"));
 	json_decref(action(id, "terminate", 200));
-	v = get(a);
+	v = e2e_get_workflow(a);
 	cr_assert_str_eq(str(v, "status"), "TERMINATED");
 	json_decref(v);
 }

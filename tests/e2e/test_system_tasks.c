@@ -27,153 +27,57 @@
  *   example     examples/orders/ run as its README says (the service URL
  *               pointed at the test's server) ends with the output shown.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 enum {
 	WAIT_MS = 30000, /* a workflow ends by then */
-	LOG_SIZE = 32768,
 };
 
-#define NS "/v1/ns/default"
+#define NS E2E_NS
 
-/* ------------------------------------------------------------- fixtures */
-
-static struct th_db db;
-static struct th_server srv;
-static pthread_t drain;
-static bool draining;
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static char server_log[LOG_SIZE];
-static size_t log_len;
-
-static void *
-drain_main(void *arg)
-{
-	(void)arg;
-	char buf[4096];
-	for (;;) {
-		ssize_t n = read(srv.proc.out_fd, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		pthread_mutex_lock(&log_mu);
-		if (log_len + (size_t)n >= LOG_SIZE) {
-			size_t keep = LOG_SIZE / 2;
-			memmove(server_log, server_log + log_len - keep, keep);
-			log_len = keep;
-		}
-		if ((size_t)n < LOG_SIZE - 1 - log_len) {
-			memcpy(server_log + log_len, buf, (size_t)n);
-			log_len += (size_t)n;
-		}
-		server_log[log_len] = '\0';
-		pthread_mutex_unlock(&log_mu);
-	}
-	return NULL;
-}
-
-static void
-start(const char *const *flags)
-{
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, flags);
-	log_len = 0;
-	server_log[0] = '\0';
-	cr_assert(pthread_create(&drain, NULL, drain_main, NULL) == 0);
-	draining = true;
-}
-
-static void
-cleanup(void)
-{
-	if (srv.proc.pid > 0) {
-		kill(srv.proc.pid, SIGKILL);
-		waitpid(srv.proc.pid, NULL, 0);
-		srv.proc.pid = 0;
-	}
-	if (draining) {
-		pthread_join(drain, NULL);
-		draining = false;
-		close(srv.proc.out_fd);
-	}
-	th_db_drop(&db);
-}
-
-TestSuite(inline, .fini = cleanup);
-TestSuite(endless, .fini = cleanup);
-TestSuite(jq, .fini = cleanup);
-TestSuite(http, .fini = cleanup);
-TestSuite(nul, .fini = cleanup);
-TestSuite(validation, .fini = cleanup);
-TestSuite(example, .fini = cleanup);
-TestSuite(refused, .fini = cleanup);
-TestSuite(inflight, .fini = cleanup);
-TestSuite(async, .fini = cleanup);
+TestSuite(inline, .fini = e2e_stop);
+TestSuite(endless, .fini = e2e_stop);
+TestSuite(jq, .fini = e2e_stop);
+TestSuite(http, .fini = e2e_stop);
+TestSuite(nul, .fini = e2e_stop);
+TestSuite(validation, .fini = e2e_stop);
+TestSuite(example, .fini = e2e_stop);
+TestSuite(refused, .fini = e2e_stop);
+TestSuite(inflight, .fini = e2e_stop);
+TestSuite(async, .fini = e2e_stop);
 
 /* ---------------------------------------------------------- HTTP helpers */
-
-static char last_body[16384];
-
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(&srv, method, path, body, body ? strlen(body) : 0, &r);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = NULL;
-	if (r.body_len) {
-		json_error_t je;
-		v = json_loadb(r.body, r.body_len, 0, &je);
-		cr_assert_not_null(v, "%s %s: body is not JSON: %s", method,
-				   path, r.body);
-	}
-	th_response_free(&r);
-	return v;
-}
-
-static json_t *
-callj(const char *method, const char *path, long status, json_t *body)
-{
-	cr_assert_not_null(body, "bad json_pack in the test");
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	json_t *v = call(method, path, text, status);
-	free(text);
-	return v;
-}
 
 /* Registers a workflow "name" whose tasks are given (a new reference is
  * taken over). */
 static void
 put_workflow(const char *name, json_t *tasks)
 {
-	json_decref(callj("POST", NS "/workflow-definitions", 201,
-			  json_pack("{s:s,s:i,s:o}", "name", name, "version", 1,
-				    "tasks", tasks)));
+	json_decref(e2e_callj("POST", NS "/workflow-definitions", 201,
+			      json_pack("{s:s,s:i,s:o}", "name", name,
+					"version", 1, "tasks", tasks)));
 }
 
 static void
 start_workflow(const char *name, json_t *input, char id[37])
 {
-	json_t *v = callj("POST", NS "/workflows", 201,
+	json_t *v =
+		e2e_callj("POST", NS "/workflows", 201,
 			  json_pack("{s:s,s:o}", "name", name, "input", input));
 	const char *s = json_string_value(json_object_get(v, "id"));
-	cr_assert_not_null(s, "start: %s", last_body);
+	cr_assert_not_null(s, "start: %s", e2e_last_body);
 	snprintf(id, 37, "%s", s);
 	json_decref(v);
 }
@@ -189,7 +93,7 @@ ended(void *arg)
 	struct ended_probe *p = arg;
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s", p->id);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	const char *st = json_string_value(json_object_get(v, "status"));
 	if (st && strcmp(st, "RUNNING") != 0) {
 		json_decref(p->wf);
@@ -206,12 +110,10 @@ wait_ended(const char *id, const char *want_status)
 {
 	struct ended_probe p = {id, NULL};
 	bool ok = th_wait_until(WAIT_MS, ended, &p);
-	pthread_mutex_lock(&log_mu);
 	cr_assert(ok, "workflow %s did not end within %d ms; server log:\n%s",
-		  id, WAIT_MS, server_log);
-	pthread_mutex_unlock(&log_mu);
+		  id, WAIT_MS, e2e_log());
 	const char *st = json_string_value(json_object_get(p.wf, "status"));
-	cr_assert_str_eq(st, want_status, "workflow %s: %s", id, last_body);
+	cr_assert_str_eq(st, want_status, "workflow %s: %s", id, e2e_last_body);
 	return p.wf;
 }
 
@@ -228,7 +130,8 @@ task_of(const json_t *wf, const char *ref, int attempt)
 			    attempt)
 			return t;
 	}
-	cr_assert_fail("no task %s attempt %d in %s", ref, attempt, last_body);
+	cr_assert_fail("no task %s attempt %d in %s", ref, attempt,
+		       e2e_last_body);
 	return NULL;
 }
 
@@ -388,7 +291,7 @@ answer(char *buf, size_t size, const char *status, const char *ctype,
 
 Test(inline, script_then_jq)
 {
-	start(NULL);
+	e2e_start(NULL);
 	put_workflow(
 		"calc",
 		json_pack("[{s:s,s:s,s:s,s:{s:s,s:s,s:s}},"
@@ -435,7 +338,7 @@ one_inline(const char *ref, const char *expression)
 
 Test(endless, times_out_and_the_server_goes_on)
 {
-	start((const char *const[]){"--script-timeout-ms", "300", NULL});
+	e2e_start((const char *const[]){"--script-timeout-ms", "300", NULL});
 	put_workflow("forever", one_inline("loop", "while (true) {}"));
 	put_workflow("fine", one_inline("ok", "(function () { return 7 })"));
 	char id[37];
@@ -459,7 +362,7 @@ Test(endless, times_out_and_the_server_goes_on)
 			 "Error: no");
 	json_decref(wf);
 
-	json_decref(call("GET", "/healthz", NULL, 200));
+	json_decref(e2e_call("GET", "/healthz", NULL, 200));
 	start_workflow("fine", json_object(), id);
 	wf = wait_ended(id, "COMPLETED");
 	expect_json(json_object_get(task_of(wf, "ok", 0), "output"),
@@ -469,7 +372,7 @@ Test(endless, times_out_and_the_server_goes_on)
 
 Test(jq, program_that_does_not_compile)
 {
-	start(NULL);
+	e2e_start(NULL);
 	put_workflow("badjq", json_pack("[{s:s,s:s,s:s,s:i,s:{s:s,s:i}}]",
 					"name", "q", "taskReferenceName", "q",
 					"type", "JSON_JQ_TRANSFORM",
@@ -481,14 +384,14 @@ Test(jq, program_that_does_not_compile)
 	json_t *t = task_of(wf, "q", 0);
 	const char *reason = json_string_value(json_object_get(t, "reason"));
 	cr_assert(reason && strstr(reason, "jq program does not compile: "),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	cr_assert(strstr(reason, "syntax error"), "%s", reason);
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(t, "output"), "error")),
 			 reason);
 	const char *wr = json_string_value(json_object_get(wf, "reason"));
 	cr_assert(wr && strstr(wr, "jq program does not compile"), "%s",
-		  last_body);
+		  e2e_last_body);
 	json_decref(wf);
 
 	/* A program that never ends is halted at the time limit. */
@@ -515,9 +418,10 @@ Test(http, fails_then_retries_and_completes)
 		       "{\"greeting\":\"hello\",\"n\":[1,2]}"),
 	};
 	stub_start(answers, 2);
-	start(NULL);
+	e2e_start(NULL);
 	/* One retry, at once. */
-	json_decref(callj("PUT", NS "/task-definitions/call_stub", 201,
+	json_decref(
+		e2e_callj("PUT", NS "/task-definitions/call_stub", 201,
 			  json_pack("{s:s,s:i,s:s,s:i}", "name", "call_stub",
 				    "retryCount", 1, "retryLogic", "FIXED",
 				    "retryDelaySeconds", 0)));
@@ -547,7 +451,7 @@ Test(http, fails_then_retries_and_completes)
 		json_string_value(json_object_get(first, "reason"));
 	cr_assert(reason && strstr(reason, "500") &&
 			  strstr(reason, "try again"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_t *resp =
 		json_object_get(json_object_get(first, "output"), "response");
 	cr_assert_eq(json_integer_value(json_object_get(resp, "statusCode")),
@@ -589,7 +493,7 @@ Test(nul, response_body_with_nul_completes)
 		       "{\"text\":\"a\\u0000b\",\"ok\":true}"),
 	};
 	stub_start(answers, 1);
-	start(NULL);
+	e2e_start(NULL);
 	char uri[128];
 	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/nul", stub.port);
 	/* The flat form: the request's keys at the top level. */
@@ -612,7 +516,7 @@ Test(nul, response_body_with_nul_completes)
 
 Test(validation, required_inputs)
 {
-	start(NULL);
+	e2e_start(NULL);
 	const char *bodies[] = {
 		"{\"name\":\"v1\",\"tasks\":[{\"name\":\"a\","
 		"\"taskReferenceName\":\"a\",\"type\":\"INLINE\","
@@ -629,10 +533,10 @@ Test(validation, required_inputs)
 		"\"inputParameters\":{\"http_request\":{\"method\":\"GET\"}}}]}",
 	};
 	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
-		json_t *v = call("POST", NS "/workflow-definitions", bodies[i],
-				 400);
-		cr_assert(strstr(last_body, "$.tasks[0].inputParameters"), "%s",
-			  last_body);
+		json_t *v = e2e_call("POST", NS "/workflow-definitions",
+				     bodies[i], 400);
+		cr_assert(strstr(e2e_last_body, "$.tasks[0].inputParameters"),
+			  "%s", e2e_last_body);
 		json_decref(v);
 	}
 }
@@ -651,7 +555,7 @@ open_with_output(void *arg)
 	struct open_probe *p = arg;
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s", p->id);
-	json_t *wf = call("GET", path, NULL, 200);
+	json_t *wf = e2e_call("GET", path, NULL, 200);
 	size_t i;
 	json_t *t;
 	json_array_foreach (json_object_get(wf, "tasks"), i, t) {
@@ -677,7 +581,7 @@ Test(async, http_stays_open_until_completed_through_the_api)
 		       "{\"accepted\":true}"),
 	};
 	stub_start(answers, 1);
-	start(NULL);
+	e2e_start(NULL);
 	char uri[128];
 	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/submit", stub.port);
 	put_workflow("submit",
@@ -696,28 +600,27 @@ Test(async, http_stays_open_until_completed_through_the_api)
 	start_workflow("submit", json_object(), id);
 	struct open_probe p = {id, "submit", NULL};
 	bool ok = th_wait_until(WAIT_MS, open_with_output, &p);
-	pthread_mutex_lock(&log_mu);
 	cr_assert(ok, "task submit never waited with its response; log:\n%s",
-		  server_log);
-	pthread_mutex_unlock(&log_mu);
+		  e2e_log());
 	json_t *resp =
 		json_object_get(json_object_get(p.task, "output"), "response");
 	cr_assert_eq(json_integer_value(json_object_get(resp, "statusCode")),
-		     200, "%s", last_body);
+		     200, "%s", e2e_last_body);
 	json_decref(p.task);
 	cr_assert_eq(atomic_load(&stub.requests), 1);
 
 	/* Still open: the workflow waits on it. */
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s", id);
-	json_t *wf = call("GET", path, NULL, 200);
+	json_t *wf = e2e_call("GET", path, NULL, 200);
 	cr_assert_str_eq(json_string_value(json_object_get(wf, "status")),
 			 "RUNNING");
 	json_decref(wf);
 
 	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/submit/complete",
 		 id);
-	json_decref(callj("POST", path, 200,
+	json_decref(
+		e2e_callj("POST", path, 200,
 			  json_pack("{s:{s:s}}", "output", "jobId", "j-42")));
 	wf = wait_ended(id, "COMPLETED");
 	json_t *t = task_of(wf, "submit", 0);
@@ -727,7 +630,8 @@ Test(async, http_stays_open_until_completed_through_the_api)
 	json_t *out = json_object_get(t, "output");
 	cr_assert_str_eq(json_string_value(json_object_get(out, "jobId")),
 			 "j-42");
-	cr_assert_not_null(json_object_get(out, "response"), "%s", last_body);
+	cr_assert_not_null(json_object_get(out, "response"), "%s",
+			   e2e_last_body);
 	expect_json(json_object_get(task_of(wf, "after", 0), "output"),
 		    "{\"result\":\"j-42\"}");
 	json_decref(wf);
@@ -736,22 +640,22 @@ Test(async, http_stays_open_until_completed_through_the_api)
 	/* A task not declared asyncComplete is no gate. */
 	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/after/complete",
 		 id);
-	json_decref(call("POST", path, "{}", 409));
-	cr_assert(strstr(last_body, "asyncComplete"), "%s", last_body);
+	json_decref(e2e_call("POST", path, "{}", 409));
+	cr_assert(strstr(e2e_last_body, "asyncComplete"), "%s", e2e_last_body);
 }
 
 Test(async, a_non_boolean_is_refused)
 {
-	start(NULL);
-	json_decref(call("POST", NS "/workflow-definitions",
-			 "{\"name\":\"ab\",\"tasks\":[{\"name\":\"a\","
-			 "\"taskReferenceName\":\"a\",\"type\":\"INLINE\","
-			 "\"asyncComplete\":\"yes\",\"inputParameters\":{"
-			 "\"evaluatorType\":\"javascript\","
-			 "\"expression\":\"1\"}}]}",
-			 400));
-	cr_assert(strstr(last_body, "$.tasks[0].asyncComplete"), "%s",
-		  last_body);
+	e2e_start(NULL);
+	json_decref(e2e_call("POST", NS "/workflow-definitions",
+			     "{\"name\":\"ab\",\"tasks\":[{\"name\":\"a\","
+			     "\"taskReferenceName\":\"a\",\"type\":\"INLINE\","
+			     "\"asyncComplete\":\"yes\",\"inputParameters\":{"
+			     "\"evaluatorType\":\"javascript\","
+			     "\"expression\":\"1\"}}]}",
+			     400));
+	cr_assert(strstr(e2e_last_body, "$.tasks[0].asyncComplete"), "%s",
+		  e2e_last_body);
 }
 
 static json_t *
@@ -766,12 +670,13 @@ load_file(const char *path)
 
 Test(example, orders)
 {
-	start(NULL);
-	json_decref(callj("POST", NS "/workflow-definitions", 201,
+	e2e_start(NULL);
+	json_decref(
+		e2e_callj("POST", NS "/workflow-definitions", 201,
 			  load_file("examples/orders/orders.workflow.json")));
 	json_t *input = load_file("examples/orders/input.json");
 	char url[128];
-	snprintf(url, sizeof(url), "%s/healthz", srv.base);
+	snprintf(url, sizeof(url), "%s/healthz", e2e_server()->base);
 	json_object_set_new(input, "serviceUrl", json_string(url));
 	char id[37];
 	start_workflow("orders", input, id);
@@ -792,7 +697,7 @@ Test(refused, transport_error_fails_without_retry)
 	socklen_t alen = sizeof(a);
 	getsockname(fd, (struct sockaddr *)&a, &alen);
 	close(fd);
-	start(NULL);
+	e2e_start(NULL);
 	char uri[128];
 	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/", ntohs(a.sin_port));
 	put_workflow("refused",
@@ -804,11 +709,11 @@ Test(refused, transport_error_fails_without_retry)
 	start_workflow("refused", json_object(), id);
 	json_t *wf = wait_ended(id, "FAILED");
 	cr_assert_eq(json_array_size(json_object_get(wf, "tasks")), 1, "%s",
-		     last_body);
+		     e2e_last_body);
 	json_t *t = task_of(wf, "call", 0);
 	const char *reason = json_string_value(json_object_get(t, "reason"));
 	cr_assert(reason && strstr(reason, "could not call http://127.0.0.1:"),
-		  "%s", last_body);
+		  "%s", e2e_last_body);
 	json_decref(wf);
 }
 
@@ -819,7 +724,7 @@ Test(inflight, four_requests_at_once)
 		answer(a200, sizeof(a200), "200 OK", "text/plain", "together"),
 	};
 	stub_start_gather(answers, 1, 4);
-	start(NULL);
+	e2e_start(NULL);
 	char uri[128];
 	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/", stub.port);
 	put_workflow("fan", json_pack("[{s:s,s:s,s:s,s:{s:s,s:i,s:i}}]", "name",
@@ -877,7 +782,7 @@ Test(inflight, a_long_request_keeps_a_short_renewed_lease)
 		answer(a200, sizeof(a200), "200 OK", "text/plain", "late"),
 	};
 	stub_start_gather(answers, 1, 2); /* held until a second arrives */
-	start(NULL);
+	e2e_start(NULL);
 	char uri[128];
 	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d/", stub.port);
 	put_workflow("slowcall",
@@ -891,7 +796,7 @@ Test(inflight, a_long_request_keeps_a_short_renewed_lease)
 	cr_assert(th_wait_until(WAIT_MS, one_request, NULL),
 		  "the request never arrived");
 
-	lease_conn = th_connect(db.url);
+	lease_conn = th_connect(e2e_db()->url);
 	lease_wf = first;
 	const char *params[] = {first};
 	long long left =

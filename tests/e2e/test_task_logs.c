@@ -18,7 +18,7 @@
  *
  * Every test gets its own database and server.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -28,75 +28,25 @@
 
 enum { WAIT_MS = 15000 };
 
-#define NS "/v1/ns/default"
+#define NS E2E_NS
 
-static struct th_db db;
-static struct th_server srv;
-static PGconn *sql;
-static bool started;
-
-static void
-cleanup(void)
-{
-	if (sql) {
-		PQfinish(sql);
-		sql = NULL;
-	}
-	if (started)
-		th_server_stop(&srv);
-	started = false;
-	th_db_drop(&db);
-}
-
-TestSuite(native, .fini = cleanup);
-TestSuite(limits, .fini = cleanup);
-TestSuite(conductor, .fini = cleanup);
-TestSuite(storage, .fini = cleanup);
+TestSuite(native, .fini = e2e_stop);
+TestSuite(limits, .fini = e2e_stop);
+TestSuite(conductor, .fini = e2e_stop);
+TestSuite(storage, .fini = e2e_stop);
 
 /* Small limits so that the tests reach them: 64-byte lines, 5 a task. */
 static const char *const small[] = {"--task-log-max-bytes", "64",
 				    "--task-logs-max-per-task", "5", NULL};
 
-static void
-start(const char *const *flags)
-{
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, flags);
-	started = true;
-	sql = th_connect(db.url);
-}
-
 /* ---------------------------------------------------------- HTTP helpers */
-
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(&srv, method, path, body, body ? strlen(body) : 0, &r);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = NULL;
-	if (r.body_len) {
-		v = json_loadb(r.body, r.body_len, 0, NULL);
-		cr_assert_not_null(v, "%s %s: body is not JSON: %s", method,
-				   path, r.body);
-	}
-	th_response_free(&r);
-	return v;
-}
-
-static void
-call_ok(const char *method, const char *path, const char *body, long status)
-{
-	json_decref(call(method, path, body, status));
-}
 
 /* An error answer of status whose message contains `says`. */
 static void
 refused(const char *method, const char *path, const char *body, long status,
 	const char *says)
 {
-	json_t *v = call(method, path, body, status);
+	json_t *v = e2e_call(method, path, body, status);
 	json_t *err = json_object_get(v, "error");
 	const char *msg = json_string_value(json_object_get(err, "message"));
 	char *all = json_dumps(v, JSON_COMPACT);
@@ -119,23 +69,24 @@ str(const json_t *o, const char *k)
 static void
 leased_tasks(int n, char ids_out[][37])
 {
-	call_ok("PUT", NS "/task-definitions/work",
-		"{\"name\":\"work\",\"retryCount\":0,"
-		"\"responseTimeoutSeconds\":600}",
-		201);
-	call_ok("POST", NS "/workflow-definitions",
+	e2e_call_ok("PUT", NS "/task-definitions/work",
+		    "{\"name\":\"work\",\"retryCount\":0,"
+		    "\"responseTimeoutSeconds\":600}",
+		    201);
+	e2e_call_ok(
+		"POST", NS "/workflow-definitions",
 		"{\"name\":\"wf\",\"version\":1,\"tasks\":[{\"name\":\"work\","
 		"\"taskReferenceName\":\"w\",\"type\":\"SIMPLE\"}]}",
 		201);
 	for (int i = 0; i < n; i++)
-		call_ok("POST", NS "/workflows", "{\"name\":\"wf\"}", 201);
+		e2e_call_ok("POST", NS "/workflows", "{\"name\":\"wf\"}", 201);
 	int got = 0;
 	int64_t end = th_now_ms() + WAIT_MS;
 	while (got < n && th_now_ms() < end) {
-		json_t *p = call("POST", NS "/queues/work/poll",
-				 "{\"workerId\":\"w1\",\"count\":10,"
-				 "\"waitMs\":1000}",
-				 200);
+		json_t *p = e2e_call("POST", NS "/queues/work/poll",
+				     "{\"workerId\":\"w1\",\"count\":10,"
+				     "\"waitMs\":1000}",
+				     200);
 		json_t *t;
 		size_t i;
 		json_array_foreach (json_object_get(p, "tasks"), i, t) {
@@ -151,7 +102,7 @@ logs_of(const char *task, const char *query)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/tasks/%s/logs%s", task, query);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	cr_assert_str_eq(str(v, "taskId"), task);
 	return v;
 }
@@ -185,28 +136,29 @@ post_logs(const char *task, const char *body, long status)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/tasks/%s/logs", task);
-	call_ok("POST", path, body, status);
+	e2e_call_ok("POST", path, body, status);
 }
 
 /* ---------------------------------------------------------------- native */
 
 Test(native, append_and_read_in_order)
 {
-	start(NULL);
+	e2e_start(NULL);
 	char ids[2][37];
 	leased_tasks(2, ids);
 	const char *t = ids[0];
 
 	char path[256];
 	snprintf(path, sizeof(path), NS "/tasks/%s/logs", t);
-	json_t *v = call("POST", path, "{\"log\":\"starting\"}", 201);
+	json_t *v = e2e_call("POST", path, "{\"log\":\"starting\"}", 201);
 	cr_assert_eq(json_integer_value(json_object_get(v, "appended")), 1);
 	cr_assert_eq(json_integer_value(json_object_get(v, "count")), 1);
 	json_decref(v);
-	v = call("POST", path,
-		 "{\"logs\":[\"step 1\",{\"log\":\"step 2\",\"createdTime\":"
-		 "1700000000000},{\"log\":\"caf\\u00e9 \\u00001\"}]}",
-		 201);
+	v = e2e_call(
+		"POST", path,
+		"{\"logs\":[\"step 1\",{\"log\":\"step 2\",\"createdTime\":"
+		"1700000000000},{\"log\":\"caf\\u00e9 \\u00001\"}]}",
+		201);
 	cr_assert_eq(json_integer_value(json_object_get(v, "appended")), 3);
 	cr_assert_eq(json_integer_value(json_object_get(v, "count")), 4);
 	json_decref(v);
@@ -238,10 +190,10 @@ Test(native, append_and_read_in_order)
 
 	/* The worker's result carries its last lines. */
 	snprintf(path, sizeof(path), NS "/queues/work/tasks/%s/complete", t);
-	call_ok("POST", path,
-		"{\"workerId\":\"w1\",\"output\":{\"ok\":true},"
-		"\"logs\":[\"done\"]}",
-		200);
+	e2e_call_ok("POST", path,
+		    "{\"workerId\":\"w1\",\"output\":{\"ok\":true},"
+		    "\"logs\":[\"done\"]}",
+		    200);
 	cr_assert_str_eq(lines_of(t), "starting|step 1|step 2|café 1|done");
 
 	/* And a batch of results, each its own. */
@@ -251,7 +203,7 @@ Test(native, append_and_read_in_order)
 		 "\"status\":\"FAILED\",\"reason\":\"no\","
 		 "\"logs\":[\"tried\",{\"log\":\"gave up\"}]}]}",
 		 ids[1]);
-	v = call("POST", NS "/queues/work/results", body, 200);
+	v = e2e_call("POST", NS "/queues/work/results", body, 200);
 	cr_assert(json_is_true(json_object_get(
 		json_array_get(json_object_get(v, "results"), 0), "ok")));
 	json_decref(v);
@@ -259,15 +211,16 @@ Test(native, append_and_read_in_order)
 
 	/* Logs may still be added to a finished task (Conductor allows it). */
 	post_logs(t, "{\"log\":\"after the fact\"}", 201);
-	cr_assert_eq(th_int(sql, "SELECT count(*) FROM \"TaskLogs\"", 0, NULL),
-		     8);
+	cr_assert_eq(
+		th_int(e2e_sql(), "SELECT count(*) FROM \"TaskLogs\"", 0, NULL),
+		8);
 }
 
 /* ---------------------------------------------------------------- limits */
 
 Test(limits, sizes_counts_and_shapes)
 {
-	start(small);
+	e2e_start(small);
 	char ids[1][37];
 	leased_tasks(1, ids);
 	const char *t = ids[0];
@@ -279,7 +232,7 @@ Test(limits, sizes_counts_and_shapes)
 	snprintf(body, sizeof(body), "{\"log\":\"%s\"}",
 		 "0123456789012345678901234567890123456789012345678901234567890"
 		 "123");
-	call_ok("POST", path, body, 201);
+	e2e_call_ok("POST", path, body, 201);
 	snprintf(body, sizeof(body), "{\"log\":\"%s\"}",
 		 "0123456789012345678901234567890123456789012345678901234567890"
 		 "12\\u00e9");
@@ -311,10 +264,10 @@ Test(limits, sizes_counts_and_shapes)
 	refused("GET", body, NULL, 400, "limit");
 
 	/* Four more fit; the sixth line of the task is refused, whole. */
-	call_ok("POST", path, "{\"logs\":[\"2\",\"3\"]}", 201);
+	e2e_call_ok("POST", path, "{\"logs\":[\"2\",\"3\"]}", 201);
 	refused("POST", path, "{\"logs\":[\"4\",\"5\",\"6\"]}", 409,
 		"at most 5 are kept");
-	call_ok("POST", path, "{\"logs\":[\"4\",\"5\"]}", 201);
+	e2e_call_ok("POST", path, "{\"logs\":[\"4\",\"5\"]}", 201);
 	refused("POST", path, "{\"log\":\"6\"}", 409, "holds 5 log lines");
 	json_t *v = logs_of(t, "");
 	cr_assert_eq(json_array_size(json_object_get(v, "items")), 5);
@@ -325,7 +278,7 @@ Test(limits, sizes_counts_and_shapes)
 	snprintf(path, sizeof(path), NS "/queues/work/tasks/%s/complete", t);
 	refused("POST", path, "{\"workerId\":\"w1\",\"logs\":[\"7\"]}", 409,
 		"at most 5");
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(*) FROM \"TaskExecutions\""
 			    " WHERE \"status\" = 'IN_PROGRESS'",
 			    0, NULL),
@@ -355,7 +308,7 @@ raw(const char *method, const char *path, const char *body, char *out,
     size_t size)
 {
 	struct th_response r;
-	th_http(&srv, method, path, body, body ? strlen(body) : 0, &r);
+	th_http(e2e_server(), method, path, body, body ? strlen(body) : 0, &r);
 	snprintf(out, size, "%s", r.body);
 	long status = r.status;
 	th_response_free(&r);
@@ -364,7 +317,7 @@ raw(const char *method, const char *path, const char *body, char *out,
 
 Test(conductor, log_routes_and_task_results)
 {
-	start(small);
+	e2e_start(small);
 	char ids[1][37];
 	leased_tasks(1, ids);
 	const char *t = ids[0];
@@ -388,7 +341,7 @@ Test(conductor, log_routes_and_task_results)
 	cr_assert_eq(raw("POST", "/api/tasks", body, out, sizeof(out)), 200,
 		     "%s", out);
 
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	cr_assert(json_is_array(v));
 	cr_assert_eq(json_array_size(v), 3, "%s", json_dumps(v, 0));
 	const char *want[] = {"plain text line", "a json string",
@@ -422,7 +375,7 @@ Test(conductor, log_routes_and_task_results)
 	cr_assert_eq(raw("POST", path, "6", out, sizeof(out)), 409, "%s", out);
 	cr_assert(strstr(out, "at most 5"), "%s", out);
 	const char *tp[] = {t};
-	char *before = th_value(sql,
+	char *before = th_value(e2e_sql(),
 				"SELECT \"status\" FROM \"TaskExecutions\""
 				" WHERE \"id\" = $1::uuid",
 				1, tp);
@@ -432,7 +385,7 @@ Test(conductor, log_routes_and_task_results)
 		 t);
 	cr_assert_eq(raw("POST", "/api/tasks", body, out, sizeof(out)), 409,
 		     "%s", out);
-	char *after = th_value(sql,
+	char *after = th_value(e2e_sql(),
 			       "SELECT \"status\" FROM \"TaskExecutions\""
 			       " WHERE \"id\" = $1::uuid",
 			       1, tp);
@@ -466,7 +419,7 @@ months_ahead(void *arg)
 {
 	(void)arg;
 	/* The current month (seeded) and three ahead, plus DEFAULT. */
-	return th_int(sql,
+	return th_int(e2e_sql(),
 		      "SELECT count(*) FROM pg_inherits"
 		      " WHERE \"inhparent\" = '\"TaskLogs\"'::regclass",
 		      0, NULL) >= 5;
@@ -474,19 +427,20 @@ months_ahead(void *arg)
 
 Test(storage, partitions_not_default)
 {
-	start(NULL);
+	e2e_start(NULL);
 	char ids[1][37];
 	leased_tasks(1, ids);
 	post_logs(ids[0], "{\"logs\":[\"a\",\"b\"]}", 201);
-	cr_assert_eq(th_int(sql, "SELECT count(*) FROM \"TaskLogs_default\"", 0,
+	cr_assert_eq(th_int(e2e_sql(),
+			    "SELECT count(*) FROM \"TaskLogs_default\"", 0,
 			    NULL),
 		     0, "no line in DEFAULT");
-	char *part = th_value(sql,
+	char *part = th_value(e2e_sql(),
 			      "SELECT DISTINCT tableoid::regclass::text"
 			      " FROM \"TaskLogs\"",
 			      0, NULL);
 	char *want =
-		th_value(sql,
+		th_value(e2e_sql(),
 			 "SELECT format('%I', \"nf_partition_name\"('TaskLogs',"
 			 " date_trunc('month', now(), 'UTC'), 'month'))",
 			 0, NULL);

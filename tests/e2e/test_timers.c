@@ -24,141 +24,31 @@
  * drained by a thread and kept for failure messages.  Waits are deadlines
  * (th_wait_until), never bare sleeps.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 enum {
 	WAIT_MS = 20000, /* a timeout fires well within this */
-	LOG_SIZE = 32768,
 };
 
-#define NS "/v1/ns/default"
+#define NS E2E_NS
 
-/* ----------------------------------------------------- per-test fixture */
-
-static struct th_db db;
-static struct th_server srv;
-static PGconn *sql;
-static pthread_t drain;
-static bool draining;
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static char server_log[LOG_SIZE];
-static size_t log_len;
-
-static void *
-drain_main(void *arg)
-{
-	(void)arg;
-	char buf[4096];
-	for (;;) {
-		ssize_t n = read(srv.proc.out_fd, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		pthread_mutex_lock(&log_mu);
-		if (log_len + (size_t)n >= LOG_SIZE) { /* keep the tail */
-			size_t keep = LOG_SIZE / 2;
-			memmove(server_log, server_log + log_len - keep, keep);
-			log_len = keep;
-		}
-		if ((size_t)n < LOG_SIZE - 1 - log_len) {
-			memcpy(server_log + log_len, buf, (size_t)n);
-			log_len += (size_t)n;
-		}
-		server_log[log_len] = '\0';
-		pthread_mutex_unlock(&log_mu);
-	}
-	return NULL;
-}
-
-static void
-start(void)
-{
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, NULL);
-	log_len = 0;
-	server_log[0] = '\0';
-	cr_assert(pthread_create(&drain, NULL, drain_main, NULL) == 0);
-	draining = true;
-	sql = th_connect(db.url);
-}
-
-static void
-cleanup(void)
-{
-	if (sql) {
-		PQfinish(sql);
-		sql = NULL;
-	}
-	if (srv.proc.pid > 0) {
-		kill(srv.proc.pid, SIGKILL);
-		waitpid(srv.proc.pid, NULL, 0);
-		srv.proc.pid = 0;
-	}
-	if (draining) {
-		pthread_join(drain, NULL);
-		draining = false;
-		close(srv.proc.out_fd);
-	}
-	th_db_drop(&db);
-}
-
-TestSuite(timers, .fini = cleanup);
+TestSuite(timers, .fini = e2e_stop);
 
 /* ---------------------------------------------------------- HTTP helpers */
-
-static char last_body[16384];
-
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(&srv, method, path, body, body ? strlen(body) : 0, &r);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = r.body_len ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
-	cr_assert(!r.body_len || v, "%s %s: body is not JSON: %s", method, path,
-		  r.body);
-	th_response_free(&r);
-	return v;
-}
-
-/* call() with a body packed by json_pack (stolen). */
-static json_t *
-callj(const char *method, const char *path, long status, json_t *body)
-{
-	cr_assert_not_null(body, "json_pack failed");
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	json_t *v = call(method, path, text, status);
-	free(text);
-	return v;
-}
-
-static const char *
-str_at(const json_t *obj, const char *key)
-{
-	const json_t *v = json_object_get(obj, key);
-	cr_assert(json_is_string(v), "\"%s\" is not a string: %s", key,
-		  last_body);
-	return json_string_value(v);
-}
 
 static long long
 int_at(const json_t *obj, const char *key)
 {
 	const json_t *v = json_object_get(obj, key);
 	cr_assert(json_is_integer(v), "\"%s\" is not an integer: %s", key,
-		  last_body);
+		  e2e_last_body);
 	return json_integer_value(v);
 }
 
@@ -169,7 +59,7 @@ put_task_def(json_t *body)
 	char path[256];
 	snprintf(path, sizeof(path), NS "/task-definitions/%s",
 		 json_string_value(json_object_get(body, "name")));
-	json_decref(callj("PUT", path, 201, body));
+	json_decref(e2e_callj("PUT", path, 201, body));
 }
 
 /* A one-task workflow; extra (stolen, may be NULL) is merged into the
@@ -184,24 +74,16 @@ put_workflow(const char *name, const char *task_name, json_t *extra)
 		json_object_update(def, extra);
 		json_decref(extra);
 	}
-	json_decref(callj("POST", NS "/workflow-definitions", 201, def));
+	json_decref(e2e_callj("POST", NS "/workflow-definitions", 201, def));
 }
 
 static void
 start_workflow(const char *name, char id[37])
 {
-	json_t *v = callj("POST", NS "/workflows", 201,
-			  json_pack("{s:s,s:{}}", "name", name, "input"));
-	snprintf(id, 37, "%s", str_at(v, "id"));
+	json_t *v = e2e_callj("POST", NS "/workflows", 201,
+			      json_pack("{s:s,s:{}}", "name", name, "input"));
+	snprintf(id, 37, "%s", e2e_str_at(v, "id"));
 	json_decref(v);
-}
-
-static json_t *
-get_workflow(const char *id)
-{
-	char path[256];
-	snprintf(path, sizeof(path), NS "/workflows/%s", id);
-	return call("GET", path, NULL, 200);
 }
 
 struct poll_probe {
@@ -216,11 +98,11 @@ polled(void *arg)
 	struct poll_probe *p = arg;
 	char path[256];
 	snprintf(path, sizeof(path), NS "/queues/%s/poll", p->queue);
-	json_t *v = callj(
+	json_t *v = e2e_callj(
 		"POST", path, 200,
 		json_pack("{s:s,s:i}", "workerId", p->worker, "count", 1));
 	json_t *tasks = json_object_get(v, "tasks");
-	cr_assert(json_is_array(tasks), "poll: %s", last_body);
+	cr_assert(json_is_array(tasks), "poll: %s", e2e_last_body);
 	if (json_array_size(tasks))
 		p->task = json_incref(json_array_get(tasks, 0));
 	json_decref(v);
@@ -248,54 +130,18 @@ task_op(const char *op, const char *queue, const char *task_id,
 	snprintf(body, sizeof(body), "{\"workerId\":\"%s\",\"output\":{}}",
 		 worker);
 	struct th_response r;
-	th_http(&srv, "POST", path, body, strlen(body), &r);
-	snprintf(last_body, sizeof(last_body), "%s", r.body);
+	th_http(e2e_server(), "POST", path, body, strlen(body), &r);
+	snprintf(e2e_last_body, sizeof(e2e_last_body), "%s", r.body);
 	long status = r.status;
 	th_response_free(&r);
 	return status;
-}
-
-static long long
-sql_int(const char *q, const char *param)
-{
-	const char *params[] = {param};
-	return th_int(sql, q, param ? 1 : 0, param ? params : NULL);
 }
 
 static char *
 sql_text(const char *q, const char *param)
 {
 	const char *params[] = {param};
-	return th_value(sql, q, 1, params);
-}
-
-struct status_probe {
-	const char *id;
-	const char *want;
-	char seen[32];
-};
-
-static bool
-reached_status(void *arg)
-{
-	struct status_probe *p = arg;
-	json_t *v = get_workflow(p->id);
-	snprintf(p->seen, sizeof(p->seen), "%s", str_at(v, "status"));
-	json_decref(v);
-	return strcmp(p->seen, p->want) == 0;
-}
-
-/* Waits for the workflow's status; returns it (with tasks). */
-static json_t *
-wait_status(const char *id, const char *status)
-{
-	struct status_probe p = {id, status, ""};
-	bool ok = th_wait_until(WAIT_MS, reached_status, &p);
-	pthread_mutex_lock(&log_mu);
-	cr_assert(ok, "workflow %s stayed %s, wanted %s; server:\n%s", id,
-		  p.seen, status, server_log);
-	pthread_mutex_unlock(&log_mu);
-	return get_workflow(id);
+	return th_value(e2e_sql(), q, 1, params);
 }
 
 /* The workflow's tasks, in order of scheduling (attempts of "only"). */
@@ -318,21 +164,21 @@ history(const char *id, const char *last)
 {
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/events", id);
-	json_t *v = call("GET", path, NULL, 200);
+	json_t *v = e2e_call("GET", path, NULL, 200);
 	json_t *events = json_incref(json_object_get(v, "events"));
 	json_decref(v);
 	size_t n = json_array_size(events), i;
 	json_t *ev;
-	cr_assert_gt(n, 1, "%s", last_body);
+	cr_assert_gt(n, 1, "%s", e2e_last_body);
 	json_array_foreach (events, i, ev) {
 		cr_assert_eq(int_at(ev, "seq"), (long long)i + 1,
 			     "event %zu has seq %lld: %s", i, int_at(ev, "seq"),
-			     last_body);
+			     e2e_last_body);
 	}
-	cr_assert_str_eq(str_at(json_array_get(events, 0), "type"),
+	cr_assert_str_eq(e2e_str_at(json_array_get(events, 0), "type"),
 			 "WORKFLOW_STARTED");
-	cr_assert_str_eq(str_at(json_array_get(events, n - 1), "type"), last,
-			 "%s", last_body);
+	cr_assert_str_eq(e2e_str_at(json_array_get(events, n - 1), "type"),
+			 last, "%s", e2e_last_body);
 	return events;
 }
 
@@ -374,7 +220,7 @@ static bool
 sql_reaches(void *arg)
 {
 	struct sql_probe *p = arg;
-	p->seen = sql_int(p->query, p->param);
+	p->seen = e2e_sql_int(p->query, p->param);
 	return p->seen >= p->want;
 }
 
@@ -399,7 +245,7 @@ held_until(void *arg)
 			task_op("heartbeat", h->queue, h->task_id, h->worker);
 		h->last_beat = th_now_ms();
 	}
-	return sql_int(h->until, h->task_id) > 0;
+	return e2e_sql_int(h->until, h->task_id) > 0;
 }
 
 static void
@@ -408,11 +254,9 @@ hold_until(const char *queue, const char *task_id, const char *worker,
 {
 	struct hold h = {queue, task_id, worker, until, 0, 0};
 	bool ok = th_wait_until(WAIT_MS, held_until, &h);
-	pthread_mutex_lock(&log_mu);
 	cr_assert(ok,
 		  "task %s: %s never held (last heartbeat %ld); server:\n%s",
-		  task_id, until, h.last_status, server_log);
-	pthread_mutex_unlock(&log_mu);
+		  task_id, until, h.last_status, e2e_log());
 }
 
 static const char task_status_q[] =
@@ -428,7 +272,7 @@ static const char unclaimed_q[] =
 
 Test(timers, poll_timeout_times_an_unpolled_task_out_and_it_is_retried)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def(json_pack("{s:s,s:i,s:s,s:i,s:i,s:i}", "name", "pt",
 			       "retryCount", 5, "retryLogic", "FIXED",
 			       "retryDelaySeconds", 0, "pollTimeoutSeconds", 1,
@@ -457,31 +301,32 @@ Test(timers, poll_timeout_times_an_unpolled_task_out_and_it_is_retried)
 	json_t *t = poll_one("pt", "late");
 	long long attempt = int_at(t, "attempt");
 	cr_assert_geq(attempt, 1);
-	cr_assert_eq(task_op("complete", "pt", str_at(t, "id"), "late"), 200,
-		     "%s", last_body);
+	cr_assert_eq(task_op("complete", "pt", e2e_str_at(t, "id"), "late"),
+		     200, "%s", e2e_last_body);
 	json_decref(t);
 
-	json_t *w = wait_status(wf, "COMPLETED");
+	json_t *w = e2e_wait_status(wf, "COMPLETED", WAIT_MS);
 	const json_t *rows[8];
 	size_t n = tasks_of(w, rows, 8);
-	cr_assert_eq(n, (size_t)attempt + 1, "%s", last_body);
+	cr_assert_eq(n, (size_t)attempt + 1, "%s", e2e_last_body);
 	for (size_t i = 0; i + 1 < n; i++) {
-		cr_assert_str_eq(str_at(rows[i], "status"), "TIMED_OUT");
-		cr_assert(strstr(str_at(rows[i], "reason"),
+		cr_assert_str_eq(e2e_str_at(rows[i], "status"), "TIMED_OUT");
+		cr_assert(strstr(e2e_str_at(rows[i], "reason"),
 				 "pollTimeoutSeconds"));
 		cr_assert_eq(int_at(rows[i], "pollCount"), 0);
 	}
-	cr_assert_str_eq(str_at(rows[n - 1], "status"), "COMPLETED");
+	cr_assert_str_eq(e2e_str_at(rows[n - 1], "status"), "COMPLETED");
 	json_decref(w);
 
 	json_t *events = history(wf, "WORKFLOW_COMPLETED");
 	cr_assert_eq(count_type(events, "TASK_TIMED_OUT"), (size_t)attempt);
 	const json_t *to = event_of(events, "TASK_TIMED_OUT");
-	cr_assert_str_eq(str_at(json_object_get(to, "data"), "timeout"),
+	cr_assert_str_eq(e2e_str_at(json_object_get(to, "data"), "timeout"),
 			 "scheduleToStart");
 	json_decref(events);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL), 0);
-	cr_assert_eq(sql_int(unclaimed_q, wf), 0);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL),
+		     0);
+	cr_assert_eq(e2e_sql_int(unclaimed_q, wf), 0);
 }
 
 /* =============================================================== retry */
@@ -502,7 +347,7 @@ held_past_timeout(const char *queue, const char *policy, int retry_count,
 	put_workflow(wname, queue, NULL);
 	start_workflow(wname, wf);
 	json_t *t = poll_one(queue, "slow");
-	snprintf(tid, 37, "%s", str_at(t, "id"));
+	snprintf(tid, 37, "%s", e2e_str_at(t, "id"));
 	cr_assert_eq(int_at(t, "attempt"), 0);
 	json_decref(t);
 }
@@ -511,15 +356,16 @@ held_past_timeout(const char *queue, const char *policy, int retry_count,
 static long long
 ran_ms(const char *tid)
 {
-	return sql_int("SELECT (extract(epoch FROM \"endedAt\" - \"startedAt\")"
-		       " * 1000)::bigint FROM \"TaskExecutions\""
-		       " WHERE \"id\" = $1::uuid",
-		       tid);
+	return e2e_sql_int(
+		"SELECT (extract(epoch FROM \"endedAt\" - \"startedAt\")"
+		" * 1000)::bigint FROM \"TaskExecutions\""
+		" WHERE \"id\" = $1::uuid",
+		tid);
 }
 
 Test(timers, task_timeout_retry_times_the_attempt_out_and_it_is_retried)
 {
-	start();
+	e2e_start(NULL);
 	char wf[37], tid[37];
 	held_past_timeout("rt", "RETRY", 1, wf, tid);
 	hold_until("rt", tid, "slow", task_status_q);
@@ -538,44 +384,45 @@ Test(timers, task_timeout_retry_times_the_attempt_out_and_it_is_retried)
 	/* Retried: attempt 1, completed in time. */
 	json_t *t = poll_one("rt", "quick");
 	cr_assert_eq(int_at(t, "attempt"), 1);
-	cr_assert_eq(task_op("complete", "rt", str_at(t, "id"), "quick"), 200,
-		     "%s", last_body);
+	cr_assert_eq(task_op("complete", "rt", e2e_str_at(t, "id"), "quick"),
+		     200, "%s", e2e_last_body);
 	json_decref(t);
-	json_t *w = wait_status(wf, "COMPLETED");
+	json_t *w = e2e_wait_status(wf, "COMPLETED", WAIT_MS);
 	const json_t *rows[4];
-	cr_assert_eq(tasks_of(w, rows, 4), 2, "%s", last_body);
-	cr_assert_str_eq(str_at(rows[0], "status"), "TIMED_OUT");
-	cr_assert_str_eq(str_at(rows[1], "status"), "COMPLETED");
+	cr_assert_eq(tasks_of(w, rows, 4), 2, "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(rows[0], "status"), "TIMED_OUT");
+	cr_assert_str_eq(e2e_str_at(rows[1], "status"), "COMPLETED");
 	json_decref(w);
 
 	json_t *events = history(wf, "WORKFLOW_COMPLETED");
 	cr_assert_eq(count_type(events, "TASK_TIMED_OUT"), 1);
 	const json_t *data =
 		json_object_get(event_of(events, "TASK_TIMED_OUT"), "data");
-	cr_assert_str_eq(str_at(data, "timeout"), "taskTimeout");
-	cr_assert_str_eq(str_at(data, "timeoutPolicy"), "RETRY");
+	cr_assert_str_eq(e2e_str_at(data, "timeout"), "taskTimeout");
+	cr_assert_str_eq(e2e_str_at(data, "timeoutPolicy"), "RETRY");
 	json_decref(events);
-	cr_assert_eq(sql_int(unclaimed_q, wf), 0);
+	cr_assert_eq(e2e_sql_int(unclaimed_q, wf), 0);
 }
 
 /* ========================================================= time_out_wf */
 
 Test(timers, task_timeout_time_out_wf_times_the_workflow_out)
 {
-	start();
+	e2e_start(NULL);
 	char wf[37], tid[37];
 	held_past_timeout("wt", "TIME_OUT_WF", 3, wf, tid);
 	hold_until("wt", tid, "slow", task_status_q);
 	cr_assert_geq(ran_ms(tid), 2000);
 
-	json_t *w = wait_status(wf, "TIMED_OUT");
-	cr_assert(strstr(str_at(w, "reason"), "timed out"), "%s", last_body);
-	cr_assert(strstr(str_at(w, "reason"), "timeoutSeconds (2 s)"), "%s",
-		  last_body);
+	json_t *w = e2e_wait_status(wf, "TIMED_OUT", WAIT_MS);
+	cr_assert(strstr(e2e_str_at(w, "reason"), "timed out"), "%s",
+		  e2e_last_body);
+	cr_assert(strstr(e2e_str_at(w, "reason"), "timeoutSeconds (2 s)"), "%s",
+		  e2e_last_body);
 	const json_t *rows[4];
 	/* Not retried, though its retryCount allows 3. */
-	cr_assert_eq(tasks_of(w, rows, 4), 1, "%s", last_body);
-	cr_assert_str_eq(str_at(rows[0], "status"), "TIMED_OUT");
+	cr_assert_eq(tasks_of(w, rows, 4), 1, "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(rows[0], "status"), "TIMED_OUT");
 	json_decref(w);
 	cr_assert_eq(task_op("complete", "wt", tid, "slow"), 409);
 
@@ -583,15 +430,16 @@ Test(timers, task_timeout_time_out_wf_times_the_workflow_out)
 	cr_assert_eq(count_type(events, "TASK_TIMED_OUT"), 1);
 	cr_assert_eq(count_type(events, "TASK_SCHEDULED"), 1);
 	json_decref(events);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL), 0);
-	cr_assert_eq(sql_int(unclaimed_q, wf), 0);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL),
+		     0);
+	cr_assert_eq(e2e_sql_int(unclaimed_q, wf), 0);
 }
 
 /* ========================================================== alert_only */
 
 Test(timers, task_timeout_alert_only_alerts_and_changes_nothing)
 {
-	start();
+	e2e_start(NULL);
 	char wf[37], tid[37];
 	held_past_timeout("at", "ALERT_ONLY", 0, wf, tid);
 	hold_until("at", tid, "slow",
@@ -600,38 +448,38 @@ Test(timers, task_timeout_alert_only_alerts_and_changes_nothing)
 		   " AND \"type\" = 'TASK_TIMEOUT_ALERT'");
 
 	const char *tp[] = {tid};
-	char *st = th_value(sql,
+	char *st = th_value(e2e_sql(),
 			    "SELECT \"status\" FROM \"TaskExecutions\""
 			    " WHERE \"id\" = $1::uuid",
 			    1, tp);
 	cr_assert_str_eq(st, "IN_PROGRESS");
 	free(st);
-	json_t *w = get_workflow(wf);
-	cr_assert_str_eq(str_at(w, "status"), "RUNNING");
+	json_t *w = e2e_get_workflow(wf);
+	cr_assert_str_eq(e2e_str_at(w, "status"), "RUNNING");
 	json_decref(w);
 
 	/* The worker still holds it and finishes it. */
 	cr_assert_eq(task_op("heartbeat", "at", tid, "slow"), 200, "%s",
-		     last_body);
+		     e2e_last_body);
 	cr_assert_eq(task_op("complete", "at", tid, "slow"), 200, "%s",
-		     last_body);
-	w = wait_status(wf, "COMPLETED");
+		     e2e_last_body);
+	w = e2e_wait_status(wf, "COMPLETED", WAIT_MS);
 	const json_t *rows[4];
-	cr_assert_eq(tasks_of(w, rows, 4), 1, "%s", last_body);
-	cr_assert_str_eq(str_at(rows[0], "status"), "COMPLETED");
+	cr_assert_eq(tasks_of(w, rows, 4), 1, "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(rows[0], "status"), "COMPLETED");
 	json_decref(w);
 	json_t *events = history(wf, "WORKFLOW_COMPLETED");
 	cr_assert_eq(count_type(events, "TASK_TIMEOUT_ALERT"), 1);
 	cr_assert_eq(count_type(events, "TASK_TIMED_OUT"), 0);
 	json_decref(events);
-	cr_assert_eq(sql_int(unclaimed_q, wf), 0);
+	cr_assert_eq(e2e_sql_int(unclaimed_q, wf), 0);
 }
 
 /* ============================================================ workflow */
 
 Test(timers, workflow_timeout_times_the_workflow_out_and_cancels_its_tasks)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def(json_pack("{s:s,s:i,s:i}", "name", "long", "retryCount", 0,
 			       "responseTimeoutSeconds", 60));
 	put_workflow("wto", "long",
@@ -644,7 +492,7 @@ Test(timers, workflow_timeout_times_the_workflow_out_and_cancels_its_tasks)
 	start_workflow("wto", wf);
 	json_t *t = poll_one("long", "holder");
 	char tid[37];
-	snprintf(tid, sizeof(tid), "%s", str_at(t, "id"));
+	snprintf(tid, sizeof(tid), "%s", e2e_str_at(t, "id"));
 	json_decref(t);
 
 	/* ALERT_ONLY: an event, still running. */
@@ -657,39 +505,40 @@ Test(timers, workflow_timeout_times_the_workflow_out_and_cancels_its_tasks)
 		  "no WORKFLOW_TIMEOUT_ALERT");
 
 	/* TIME_OUT_WF: the held task is cancelled and dequeued. */
-	json_t *w = wait_status(wf, "TIMED_OUT");
-	cr_assert(strstr(str_at(w, "reason"), "timeoutSeconds (2 s)"), "%s",
-		  last_body);
+	json_t *w = e2e_wait_status(wf, "TIMED_OUT", WAIT_MS);
+	cr_assert(strstr(e2e_str_at(w, "reason"), "timeoutSeconds (2 s)"), "%s",
+		  e2e_last_body);
 	const json_t *rows[4];
-	cr_assert_eq(tasks_of(w, rows, 4), 1, "%s", last_body);
-	cr_assert_str_eq(str_at(rows[0], "status"), "CANCELED");
+	cr_assert_eq(tasks_of(w, rows, 4), 1, "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(rows[0], "status"), "CANCELED");
 	json_decref(w);
 	cr_assert_eq(task_op("complete", "long", tid, "holder"), 409);
-	cr_assert_eq(sql_int("SELECT count(*) FROM \"TaskQueues\""
-			     " WHERE \"workflowId\" = $1::uuid",
-			     wf),
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\""
+				 " WHERE \"workflowId\" = $1::uuid",
+				 wf),
 		     0);
-	cr_assert_geq(sql_int("SELECT (extract(epoch FROM \"endedAt\" -"
-			      " \"startedAt\") * 1000)::bigint FROM"
-			      " \"WorkflowExecutions\" WHERE \"id\" = $1::uuid",
-			      wf),
-		      2000);
+	cr_assert_geq(
+		e2e_sql_int("SELECT (extract(epoch FROM \"endedAt\" -"
+			    " \"startedAt\") * 1000)::bigint FROM"
+			    " \"WorkflowExecutions\" WHERE \"id\" = $1::uuid",
+			    wf),
+		2000);
 	json_t *events = history(wf, "WORKFLOW_TIMED_OUT");
 	cr_assert_eq(count_type(events, "TASK_CANCELED"), 1);
 	json_decref(events);
 
-	w = get_workflow(alerted);
-	cr_assert_str_eq(str_at(w, "status"), "RUNNING");
+	w = e2e_get_workflow(alerted);
+	cr_assert_str_eq(e2e_str_at(w, "status"), "RUNNING");
 	json_decref(w);
 	events = history(alerted, "WORKFLOW_TIMEOUT_ALERT");
 	json_decref(events);
 	/* And it runs on to completion. */
 	t = poll_one("long", "holder");
-	cr_assert_str_eq(str_at(t, "workflowId"), alerted);
-	cr_assert_eq(task_op("complete", "long", str_at(t, "id"), "holder"),
-		     200, "%s", last_body);
+	cr_assert_str_eq(e2e_str_at(t, "workflowId"), alerted);
+	cr_assert_eq(task_op("complete", "long", e2e_str_at(t, "id"), "holder"),
+		     200, "%s", e2e_last_body);
 	json_decref(t);
-	json_decref(wait_status(alerted, "COMPLETED"));
+	json_decref(e2e_wait_status(alerted, "COMPLETED", WAIT_MS));
 }
 
 /* ============================================================ finished */
@@ -710,7 +559,7 @@ digest(const char *wf)
 
 Test(timers, deadlines_of_finished_work_are_cancelled_and_never_fire)
 {
-	start();
+	e2e_start(NULL);
 	put_task_def(json_pack("{s:s,s:i,s:i,s:i,s:s,s:i}", "name", "ft",
 			       "retryCount", 2, "pollTimeoutSeconds", 1,
 			       "timeoutSeconds", 2, "timeoutPolicy",
@@ -728,15 +577,15 @@ Test(timers, deadlines_of_finished_work_are_cancelled_and_never_fire)
 		  "%lld timers armed", armed.seen);
 	json_t *t = poll_one("ft", "quick");
 	char tid[37];
-	snprintf(tid, sizeof(tid), "%s", str_at(t, "id"));
+	snprintf(tid, sizeof(tid), "%s", e2e_str_at(t, "id"));
 	json_decref(t);
 	cr_assert_eq(task_op("complete", "ft", tid, "quick"), 200, "%s",
-		     last_body);
-	json_decref(wait_status(wf, "COMPLETED"));
+		     e2e_last_body);
+	json_decref(e2e_wait_status(wf, "COMPLETED", WAIT_MS));
 
 	/* Cancelled when the task finished and the workflow ended (any that
 	 * fired meanwhile were claimed and found nothing to do). */
-	cr_assert_eq(sql_int(unclaimed_q, wf), 0);
+	cr_assert_eq(e2e_sql_int(unclaimed_q, wf), 0);
 
 	/* Deadlines that outlived their work: due timers of every kind on
 	 * the finished task and workflow (0 s: as overdue as can be) fire
@@ -744,7 +593,7 @@ Test(timers, deadlines_of_finished_work_are_cancelled_and_never_fire)
 	char *before = digest(wf);
 	const char *p[] = {wf, tid};
 	PQclear(th_query(
-		sql,
+		e2e_sql(),
 		"INSERT INTO \"Timers\" (\"namespaceId\", \"workflowId\","
 		" \"taskId\", \"kind\", \"fireAt\", \"payload\")"
 		" SELECT e.\"namespaceId\", e.\"id\", k.\"task\", k.\"kind\","
@@ -766,13 +615,13 @@ Test(timers, deadlines_of_finished_work_are_cancelled_and_never_fire)
 	cr_assert_str_eq(after, before, "a stale timer changed finished work");
 	free(before);
 	free(after);
-	cr_assert_eq(sql_int(unclaimed_q, wf), 0, "a stale timer re-armed");
+	cr_assert_eq(e2e_sql_int(unclaimed_q, wf), 0, "a stale timer re-armed");
 
-	json_t *w = get_workflow(wf);
-	cr_assert_str_eq(str_at(w, "status"), "COMPLETED");
+	json_t *w = e2e_get_workflow(wf);
+	cr_assert_str_eq(e2e_str_at(w, "status"), "COMPLETED");
 	const json_t *rows[4];
-	cr_assert_eq(tasks_of(w, rows, 4), 1, "%s", last_body);
-	cr_assert_str_eq(str_at(rows[0], "status"), "COMPLETED");
+	cr_assert_eq(tasks_of(w, rows, 4), 1, "%s", e2e_last_body);
+	cr_assert_str_eq(e2e_str_at(rows[0], "status"), "COMPLETED");
 	json_decref(w);
 	json_t *events = history(wf, "WORKFLOW_COMPLETED");
 	cr_assert_eq(count_type(events, "TASK_TIMED_OUT"), 0);

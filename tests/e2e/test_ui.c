@@ -23,7 +23,7 @@
  *
  * Every test gets its own database and server.  Waits are deadlines.
  */
-#include "harness.h"
+#include "e2e.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -42,41 +42,9 @@
 
 enum { WAIT_MS = 20000, NODE_DEADLINE_MS = 170000, OUT_SIZE = 65536 };
 
-static struct th_db db;
-static struct th_server srv;
-static PGconn *sql;
-
-static void
-setup(void)
-{
-	th_db_clone(&db);
-	th_server_start(&srv, db.url, NULL);
-	sql = th_connect(db.url);
-}
-
-static void
-teardown(void)
-{
-	PQfinish(sql);
-	th_server_stop(&srv);
-	th_db_drop(&db);
-}
-
 /* A scenario takes seconds; the deadlines leave room for a machine that
  * runs several suites at once. */
-TestSuite(ui, .init = setup, .fini = teardown, .timeout = 200);
-
-static json_t *
-call(const char *method, const char *path, const char *body, long status)
-{
-	struct th_response r;
-	th_http(&srv, method, path, body, body ? strlen(body) : 0, &r);
-	cr_assert_eq(r.status, status, "%s %s: %ld, wanted %ld: %s", method,
-		     path, r.status, status, r.body);
-	json_t *v = r.body_len ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
-	th_response_free(&r);
-	return v;
-}
+TestSuite(ui, .init = e2e_setup, .fini = e2e_stop, .timeout = 200);
 
 /* ------------------------------------------------------------- the files */
 
@@ -101,7 +69,7 @@ header_value(const char *headers, const char *name)
 Test(ui, files)
 {
 	struct th_response r;
-	th_http(&srv, "GET", "/", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/", NULL, 0, &r);
 	cr_assert_eq(r.status, 200);
 	cr_assert(strncmp(r.content_type, "text/html", 9) == 0, "%s",
 		  r.content_type);
@@ -118,7 +86,7 @@ Test(ui, files)
 		{"/ui/graph.js", "text/javascript"},
 	};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		th_http(&srv, "GET", files[i][0], NULL, 0, &r);
+		th_http(e2e_server(), "GET", files[i][0], NULL, 0, &r);
 		cr_assert_eq(r.status, 200, "%s", files[i][0]);
 		cr_assert(strncmp(r.content_type, files[i][1],
 				  strlen(files[i][1])) == 0,
@@ -130,7 +98,7 @@ Test(ui, files)
 		th_response_free(&r);
 	}
 
-	th_http(&srv, "GET", "/ui/app.js", NULL, 0, &r);
+	th_http(e2e_server(), "GET", "/ui/app.js", NULL, 0, &r);
 	char *etag = header_value(r.headers, "ETag");
 	char *cache = header_value(r.headers, "Cache-Control");
 	cr_assert(etag && etag[0] == '"', "%s", r.headers);
@@ -144,7 +112,7 @@ Test(ui, files)
 	snprintf(cmd, sizeof(cmd),
 		 "curl -s -o /dev/null -w '%%{http_code}' -H 'If-None-Match: "
 		 "%s' %s/ui/app.js",
-		 etag, srv.base);
+		 etag, e2e_server()->base);
 	FILE *p = popen(cmd, "r");
 	cr_assert(p);
 	cr_assert(fgets(out, sizeof(out), p));
@@ -152,21 +120,21 @@ Test(ui, files)
 	cr_assert_str_eq(out, "304");
 	free(etag);
 
-	json_t *v = call("GET", "/ui/nope.js", NULL, 404);
+	json_t *v = e2e_call("GET", "/ui/nope.js", NULL, 404);
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(v, "error"), "code")),
 			 "not_found");
 	json_decref(v);
-	json_decref(call("POST", "/", "{}", 405));
+	json_decref(e2e_call("POST", "/", "{}", 405));
 }
 
 /* ------------------------------------------------------------ summaries */
 
 Test(ui, namespaces)
 {
-	json_decref(call("PUT", "/v1/namespaces/zeta", NULL, 201));
-	json_decref(call("PUT", "/v1/namespaces/alpha", NULL, 201));
-	json_t *v = call("GET", "/v1/namespaces", NULL, 200);
+	json_decref(e2e_call("PUT", "/v1/namespaces/zeta", NULL, 201));
+	json_decref(e2e_call("PUT", "/v1/namespaces/alpha", NULL, 201));
+	json_t *v = e2e_call("GET", "/v1/namespaces", NULL, 200);
 	json_t *items = json_object_get(v, "items");
 	cr_assert_eq(json_array_size(items), 3, "%s",
 		     json_dumps(v, JSON_COMPACT));
@@ -197,7 +165,7 @@ static bool
 worker_seen(void *arg)
 {
 	(void)arg;
-	json_t *v = call("GET", NS "/queues", NULL, 200);
+	json_t *v = e2e_call("GET", NS "/queues", NULL, 200);
 	json_t *q = queue_named(v, "work");
 	bool ok = q && json_array_size(json_object_get(q, "workers")) == 1 &&
 		  json_integer_value(json_object_get(q, "depth")) == 2 &&
@@ -208,25 +176,26 @@ worker_seen(void *arg)
 
 Test(ui, queues)
 {
-	json_decref(call("PUT", NS "/task-definitions/work",
-			 "{\"name\":\"work\",\"responseTimeoutSeconds\":60}",
-			 201));
-	json_decref(call("PUT", NS "/task-definitions/idle",
-			 "{\"name\":\"idle\"}", 201));
-	json_decref(call("POST", NS "/workflow-definitions",
+	json_decref(e2e_call(
+		"PUT", NS "/task-definitions/work",
+		"{\"name\":\"work\",\"responseTimeoutSeconds\":60}", 201));
+	json_decref(e2e_call("PUT", NS "/task-definitions/idle",
+			     "{\"name\":\"idle\"}", 201));
+	json_decref(
+		e2e_call("POST", NS "/workflow-definitions",
 			 "{\"name\":\"wf\",\"version\":1,\"tasks\":[{\"name\":"
 			 "\"work\",\"taskReferenceName\":\"w\",\"type\":"
 			 "\"SIMPLE\"}]}",
 			 201));
 	for (int i = 0; i < 3; i++)
-		json_decref(call("POST", NS "/workflows", "{\"name\":\"wf\"}",
-				 201));
+		json_decref(e2e_call("POST", NS "/workflows",
+				     "{\"name\":\"wf\"}", 201));
 	/* Three queued; a worker leases one. */
 	int leased = 0;
 	int64_t end = th_now_ms() + WAIT_MS;
 	while (!leased && th_now_ms() < end) {
-		json_t *p = call("POST", NS "/queues/work/poll",
-				 "{\"workerId\":\"w-1\",\"count\":1}", 200);
+		json_t *p = e2e_call("POST", NS "/queues/work/poll",
+				     "{\"workerId\":\"w-1\",\"count\":1}", 200);
 		leased = (int)json_array_size(json_object_get(p, "tasks"));
 		json_decref(p);
 	}
@@ -234,7 +203,7 @@ Test(ui, queues)
 	/* Polls are recorded in batches, every second; the other two tasks
 	 * are enqueued as their workflows are first evaluated. */
 	cr_assert(th_wait_until(WAIT_MS, worker_seen, NULL));
-	json_t *v = call("GET", NS "/queues", NULL, 200);
+	json_t *v = e2e_call("GET", NS "/queues", NULL, 200);
 	json_t *q = queue_named(v, "work");
 	cr_assert_eq(json_integer_value(json_object_get(q, "depth")), 2);
 	cr_assert_eq(json_integer_value(json_object_get(q, "inFlight")), 1);
@@ -249,15 +218,15 @@ Test(ui, queues)
 	cr_assert_eq(json_integer_value(json_object_get(idle, "depth")), 0);
 	cr_assert_eq(json_array_size(json_object_get(idle, "workers")), 0);
 	json_decref(v);
-	json_decref(call("GET", "/v1/ns/nope/queues", NULL, 404));
+	json_decref(e2e_call("GET", "/v1/ns/nope/queues", NULL, 404));
 }
 
 static bool
 two_ended(void *arg)
 {
 	(void)arg;
-	json_t *v =
-		call("GET", NS "/workflows?status=COMPLETED,FAILED", NULL, 200);
+	json_t *v = e2e_call("GET", NS "/workflows?status=COMPLETED,FAILED",
+			     NULL, 200);
 	bool ok = json_array_size(json_object_get(v, "items")) == 2;
 	json_decref(v);
 	return ok;
@@ -267,7 +236,7 @@ static bool
 two_ended_any(void *arg)
 {
 	(void)arg;
-	return th_int(sql,
+	return th_int(e2e_sql(),
 		      "SELECT count(*) FROM \"WorkflowExecutions\""
 		      " WHERE \"endedAt\" IS NOT NULL",
 		      0, NULL) == 2;
@@ -275,28 +244,31 @@ two_ended_any(void *arg)
 
 Test(ui, stats)
 {
-	json_decref(call(
+	json_decref(e2e_call(
 		"POST", NS "/workflow-definitions",
 		"{\"name\":\"ok\",\"version\":1,\"tasks\":[{\"name\":\"n\","
 		"\"taskReferenceName\":\"n\",\"type\":\"NOOP\"}]}",
 		201));
-	json_decref(call(
+	json_decref(e2e_call(
 		"POST", NS "/workflow-definitions",
 		"{\"name\":\"bad\",\"version\":1,\"tasks\":[{\"name\":\"t\","
 		"\"taskReferenceName\":\"t\",\"type\":\"TERMINATE\","
 		"\"inputParameters\":{\"terminationStatus\":\"FAILED\"}}]}",
 		201));
-	json_decref(call(
+	json_decref(e2e_call(
 		"POST", NS "/workflow-definitions",
 		"{\"name\":\"gate\",\"version\":1,\"tasks\":[{\"name\":\"g\","
 		"\"taskReferenceName\":\"g\",\"type\":\"WAIT\"}]}",
 		201));
-	json_decref(call("POST", NS "/workflows", "{\"name\":\"ok\"}", 201));
-	json_decref(call("POST", NS "/workflows", "{\"name\":\"bad\"}", 201));
-	json_decref(call("POST", NS "/workflows", "{\"name\":\"gate\"}", 201));
+	json_decref(
+		e2e_call("POST", NS "/workflows", "{\"name\":\"ok\"}", 201));
+	json_decref(
+		e2e_call("POST", NS "/workflows", "{\"name\":\"bad\"}", 201));
+	json_decref(
+		e2e_call("POST", NS "/workflows", "{\"name\":\"gate\"}", 201));
 	cr_assert(th_wait_until(WAIT_MS, two_ended, NULL));
 
-	json_t *v = call("GET", NS "/stats?minutes=5", NULL, 200);
+	json_t *v = e2e_call("GET", NS "/stats?minutes=5", NULL, 200);
 	cr_assert_eq(json_integer_value(json_object_get(v, "minutes")), 5);
 	cr_assert(json_is_false(json_object_get(v, "sampled")));
 	json_t *buckets = json_object_get(v, "buckets");
@@ -328,19 +300,19 @@ Test(ui, stats)
 		json_object_get(json_array_get(slow, 0), "avgSeconds")));
 	json_decref(v);
 
-	v = call("GET", NS "/stats", NULL, 200);
+	v = e2e_call("GET", NS "/stats", NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(v, "buckets")), 60);
 	json_decref(v);
-	json_decref(call("GET", NS "/stats?minutes=0", NULL, 400));
-	json_decref(call("GET", NS "/stats?minutes=1441", NULL, 400));
-	json_decref(call("GET", "/v1/ns/nope/stats", NULL, 404));
+	json_decref(e2e_call("GET", NS "/stats?minutes=0", NULL, 400));
+	json_decref(e2e_call("GET", NS "/stats?minutes=1441", NULL, 400));
+	json_decref(e2e_call("GET", "/v1/ns/nope/stats", NULL, 404));
 }
 
 static bool
 two_gates_open(void *arg)
 {
 	(void)arg;
-	return th_int(sql,
+	return th_int(e2e_sql(),
 		      "SELECT count(*) FROM \"TaskExecutions\""
 		      " WHERE \"refName\" = 'g' AND \"status\" = 'IN_PROGRESS'",
 		      0, NULL) == 2;
@@ -350,13 +322,15 @@ two_gates_open(void *arg)
  * completed (or failed) in the minute it ended, and not as started. */
 Test(ui, stats_count_by_end)
 {
-	json_decref(call(
+	json_decref(e2e_call(
 		"POST", NS "/workflow-definitions",
 		"{\"name\":\"gate\",\"version\":1,\"tasks\":[{\"name\":\"g\","
 		"\"taskReferenceName\":\"g\",\"type\":\"WAIT\"}]}",
 		201));
-	json_t *a = call("POST", NS "/workflows", "{\"name\":\"gate\"}", 201);
-	json_t *b = call("POST", NS "/workflows", "{\"name\":\"gate\"}", 201);
+	json_t *a =
+		e2e_call("POST", NS "/workflows", "{\"name\":\"gate\"}", 201);
+	json_t *b =
+		e2e_call("POST", NS "/workflows", "{\"name\":\"gate\"}", 201);
 	char ida[37], idb[37];
 	snprintf(ida, sizeof(ida), "%s",
 		 json_string_value(json_object_get(a, "id")));
@@ -366,17 +340,17 @@ Test(ui, stats_count_by_end)
 	json_decref(b);
 	cr_assert(th_wait_until(WAIT_MS, two_gates_open, NULL));
 	/* Both started 20 minutes ago: outside a 2-minute window. */
-	th_exec(sql,
+	th_exec(e2e_sql(),
 		"UPDATE \"WorkflowExecutions\""
 		" SET \"startedAt\" = \"startedAt\" - interval '20 minutes'");
 	char path[256];
 	snprintf(path, sizeof(path), NS "/workflows/%s/tasks/g/complete", ida);
-	json_decref(call("POST", path, "{}", 200));
+	json_decref(e2e_call("POST", path, "{}", 200));
 	snprintf(path, sizeof(path), NS "/workflows/%s/terminate", idb);
-	json_decref(call("POST", path, "{\"reason\":\"enough\"}", 200));
+	json_decref(e2e_call("POST", path, "{\"reason\":\"enough\"}", 200));
 	cr_assert(th_wait_until(WAIT_MS, two_ended_any, NULL));
 
-	json_t *v = call("GET", NS "/stats?minutes=2", NULL, 200);
+	json_t *v = e2e_call("GET", NS "/stats?minutes=2", NULL, 200);
 	long started = 0, completed = 0, failed = 0;
 	json_t *bk;
 	size_t i;
@@ -428,7 +402,7 @@ run_dashboard(const char *const *scenarios, char *out, size_t size)
 		close(fds[1]);
 		if (chdir(UI_DIR) != 0)
 			_exit(126);
-		setenv("NODEFLOW_URL", srv.base, 1);
+		setenv("NODEFLOW_URL", e2e_server()->base, 1);
 		const char *argv[16] = {"node", "dashboard.test.mjs"};
 		int n = 2;
 		for (; scenarios[n - 2] && n < 15; n++)
@@ -515,7 +489,7 @@ Test(ui, browser_pages)
 
 Test(ui, browser_big)
 {
-	th_exec(sql,
+	th_exec(e2e_sql(),
 		"INSERT INTO \"WorkflowExecutions\" (\"namespaceId\","
 		" \"defName\", \"defVersion\", \"status\","
 		" \"startedAt\", \"updatedAt\", \"endedAt\")"
@@ -525,12 +499,12 @@ Test(ui, browser_big)
 		" now(), now() - g * interval '1 second' + interval '2 seconds'"
 		" FROM \"Namespaces\" n, generate_series(1, 100000) g"
 		" WHERE n.\"name\" = 'default'");
-	th_exec(sql, "ANALYZE \"WorkflowExecutions\"");
+	th_exec(e2e_sql(), "ANALYZE \"WorkflowExecutions\"");
 	const char *s[] = {"big", NULL};
 	browser(s);
 	/* The statistics read the last hour of it (the window has moved on
 	 * since the rows were written, by as long as the browser took). */
-	json_t *v = call("GET", NS "/stats", NULL, 200);
+	json_t *v = e2e_call("GET", NS "/stats", NULL, 200);
 	long started = 0;
 	json_t *b;
 	size_t i;
