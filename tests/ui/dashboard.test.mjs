@@ -390,7 +390,7 @@ const scenarios = {
     await cdp.send('Performance.enable');
     const work = async () => {
       const m = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map(x => [x.name, x.value]));
-      return { script: m.ScriptDuration * 1000, style: m.RecalcStyleDuration * 1000, layout: m.LayoutDuration * 1000 };
+      return { script: m.ScriptDuration * 1000, style: m.RecalcStyleDuration * 1000, layout: m.LayoutDuration * 1000, layouts: m.LayoutCount, styles: m.RecalcStyleCount };
     };
     page.setDefaultTimeout(60000); // a loaded machine: the first load opens every pooled connection
     for (let i = 0; i <= runs; i++) {
@@ -411,7 +411,7 @@ const scenarios = {
       const info = await page.locator('#list-info').innerText();
       if (i) warm.push(ms);
       console.log(`big: the first page of the list (${i ? 'warm ' + i : 'cold'}) drawn in ${Math.round(ms)} ms (${info}; ` +
-        `the page's work: script ${Math.round(w1.script - w0.script)} ms, style ${Math.round(w1.style - w0.style)} ms, layout ${Math.round(w1.layout - w0.layout)} ms)`);
+        `the page's work: script ${Math.round(w1.script - w0.script)} ms, style ${Math.round(w1.style - w0.style)} ms (${w1.styles - w0.styles}×), layout ${Math.round(w1.layout - w0.layout)} ms (${w1.layouts - w0.layouts}×))`);
     }
     const sorted = warm.slice().sort((a, b) => a - b);
     console.log(`big: ${runs} warm run(s): median ${Math.round(sorted[Math.floor((runs - 1) / 2)])} ms, most ${Math.round(sorted[runs - 1])} ms`);
