@@ -30,6 +30,7 @@
 //     node tests/ui/soak.mjs [--minutes 60] [--sample-seconds 60]
 //       [--rate 2] [--listen 127.0.0.1:18400] [--no-restart] [--json FILE]
 //
+// SOAK_SERVER_LOG=FILE keeps the server's log (appended across the restart).
 // The database must be migrated (nodeflow migrate); the run adds its
 // definitions (soak_*) and executions to the default namespace.  With
 // NODEFLOW_URL instead of NODEFLOW_BIN it uses a server already running,
