@@ -240,15 +240,24 @@ export async function detailPage(view, { parts, params }) {
       historyList.prepend(h('li', {},
         h('span', { class: 'muted' }, `#${ev.seq}`),
         h('span', {}, fmtTime(ev.at)),
-        h('span', {}, h('b', {}, ev.type), ev.taskId ? h('span', { class: 'muted' }, ` ${taskRef(ev.taskId)}`) : '',
+        h('span', {}, h('b', {}, ev.type), ev.taskId ? taskRefSpan(ev.taskId) : '',
           ev.data && Object.keys(ev.data).length ? h('span', { class: 'muted mono' }, ' ' + JSON.stringify(ev.data).slice(0, 160)) : '')));
     }
     while (historyList.children.length > MAX_EVENTS) historyList.lastElementChild.remove();
     historyInfo.textContent = historyList.children.length >= MAX_EVENTS ? `(latest ${MAX_EVENTS}, live)` : '(live)';
   }
-  function taskRef(taskId) {
+  // A task's reference name; a task the page has not read yet (its event
+  // came before the refresh) shows the start of its id until renamed by
+  // nameTasks() after the next refresh.
+  function taskRefSpan(taskId) {
     const t = (wf.tasks || []).find(x => x.id === taskId);
-    return t ? t.refName : taskId.slice(0, 8);
+    return h('span', { class: 'muted', 'data-task-id': t ? null : taskId }, ` ${t ? t.refName : taskId.slice(0, 8)}`);
+  }
+  function nameTasks() {
+    for (const el of historyList.querySelectorAll('span[data-task-id]')) {
+      const t = (wf.tasks || []).find(x => x.id === el.dataset.taskId);
+      if (t) { el.textContent = ` ${t.refName}`; el.removeAttribute('data-task-id'); }
+    }
   }
   // The events after the last one seen (the latest MAX_EVENTS of them).
   function addEvents(list) {
@@ -302,7 +311,7 @@ export async function detailPage(view, { parts, params }) {
   function soon() { if (!debounce) debounce = setTimeout(() => { debounce = null; refresh(); }, 250); }
 
   function renderAll() {
-    renderTitle(); renderSummary(); renderActions(); renderGraph(); renderTimeline(); renderTask(); renderJson();
+    renderTitle(); renderSummary(); renderActions(); renderGraph(); renderTimeline(); renderTask(); renderJson(); nameTasks();
     const treeKey = (wf.tasks || []).map(t => t.subWorkflowId || '').join() + wf.status;
     if (treeKey !== lastTreeKey) { lastTreeKey = treeKey; renderTree(); }
   }

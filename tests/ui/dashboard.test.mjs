@@ -176,6 +176,9 @@ const scenarios = {
     assert.match(await page.locator('#graph g.node[data-ref="slow"]').getAttribute('class'), /st-NONE/);
     await until('the join completed', async () => /st-COMPLETED/.test(await page.locator('#graph g.node[data-ref="meet"]').getAttribute('class')));
     await until('WORKFLOW_COMPLETED in the history', async () => /WORKFLOW_COMPLETED/.test(await page.locator('#history-list').innerText()));
+    // Tasks scheduled while the page was open are named in the history.
+    await until('the history naming every task', async () => (await page.locator('#history-list span[data-task-id]').count()) === 0 &&
+      /TASK_COMPLETED meet/.test(await page.locator('#history-list').innerText()));
     await until('the status', async () => /COMPLETED/.test(await page.locator('h1 .badge').innerText()));
     await until('the line logged while open', async () => /approved by ana/.test(await logs.innerText()));
     assert.match(await logs.innerText(), /Logs \(3\)/);
