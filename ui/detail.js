@@ -13,7 +13,7 @@ import { drawGraph, legend } from './graph.js';
 
 const MAX_EVENTS = 500;
 const MAX_LOG_LINES = 200;   // shown per attempt
-const MAX_LOG_ATTEMPTS = 20; // the latest attempts whose logs are read
+const MAX_ATTEMPTS = 20;     // the latest attempts of a task drawn, each with its logs (a loop's task has one per iteration)
 const OPEN = new Set(['SCHEDULED', 'IN_PROGRESS']);
 
 export async function detailPage(view, { parts, params }) {
@@ -27,7 +27,6 @@ export async function detailPage(view, { parts, params }) {
   // attempt's are read again on each refresh (its worker may still be
   // logging), a finished one's once more after it finished, then kept.
   const logCache = new Map();
-  const events = [];
   let lastSeq = 0;
 
   const title = h('h1');
@@ -186,7 +185,8 @@ export async function detailPage(view, { parts, params }) {
     }
     taskBox.append(bar);
     if (!attempts.length) taskBox.append(h('p', { class: 'muted' }, 'Not reached yet.'));
-    for (const t of attempts.slice().reverse()) {
+    if (attempts.length > MAX_ATTEMPTS) taskBox.append(h('p', { class: 'muted', id: 'attempts-info' }, `the latest ${MAX_ATTEMPTS} of ${attempts.length} attempts`));
+    for (const t of attempts.slice(-MAX_ATTEMPTS).reverse()) {
       taskBox.append(h('div', { class: 'attempt' },
         h('div', { class: 'row' }, badge(t.status), h('b', {}, `attempt ${t.attempt}`), t.iteration ? `iteration ${t.iteration}` : '',
           h('span', { class: 'muted' }, t.taskType), t.workerId ? h('span', { class: 'muted' }, `worker ${t.workerId}`) : ''),
@@ -197,7 +197,7 @@ export async function detailPage(view, { parts, params }) {
           h('dt', {}, 'Ran for'), h('dd', {}, t.startedAt ? fmtDuration(duration(t.startedAt, t.endedAt)) : '—'),
           h('dt', {}, 'Reason'), h('dd', {}, t.reason || '—'),
           t.subWorkflowId ? [h('dt', {}, 'Sub-workflow'), h('dd', {}, h('a', { href: href('/executions/' + t.subWorkflowId), class: 'mono sub-link' }, t.subWorkflowId))] : null),
-        t.id && attempts.length - attempts.indexOf(t) <= MAX_LOG_ATTEMPTS ? logsBox(t) : null,
+        t.id ? logsBox(t) : null,
         h('details', {}, h('summary', {}, 'Input'), jsonView(t.input || {}, { label: 'task input' })),
         h('details', { open: !!t.output && Object.keys(t.output).length > 0 }, h('summary', {}, 'Output'), jsonView(t.output || {}, { label: 'task output' }))));
     }
@@ -233,28 +233,41 @@ export async function detailPage(view, { parts, params }) {
     return box;
   }
 
-  function renderHistory() {
-    clear(historyList);
-    for (const ev of events.slice().reverse()) {
-      historyList.append(h('li', {},
+  // New events go on top, the oldest beyond MAX_EVENTS leave at the bottom:
+  // an event's line is drawn once, however long the page stays open.
+  function renderHistory(added) {
+    for (const ev of added) {
+      historyList.prepend(h('li', {},
         h('span', { class: 'muted' }, `#${ev.seq}`),
         h('span', {}, fmtTime(ev.at)),
-        h('span', {}, h('b', {}, ev.type), ev.taskId ? h('span', { class: 'muted' }, ` ${taskRef(ev.taskId)}`) : '',
+        h('span', {}, h('b', {}, ev.type), ev.taskId ? taskRefSpan(ev.taskId) : '',
           ev.data && Object.keys(ev.data).length ? h('span', { class: 'muted mono' }, ' ' + JSON.stringify(ev.data).slice(0, 160)) : '')));
     }
-    historyInfo.textContent = events.length >= MAX_EVENTS ? `(latest ${MAX_EVENTS}, live)` : '(live)';
+    while (historyList.children.length > MAX_EVENTS) historyList.lastElementChild.remove();
+    historyInfo.textContent = historyList.children.length >= MAX_EVENTS ? `(latest ${MAX_EVENTS}, live)` : '(live)';
   }
-  function taskRef(taskId) {
+  // A task's reference name; a task the page has not read yet (its event
+  // came before the refresh) shows the start of its id until renamed by
+  // nameTasks() after the next refresh.
+  function taskRefSpan(taskId) {
     const t = (wf.tasks || []).find(x => x.id === taskId);
-    return t ? t.refName : taskId.slice(0, 8);
+    return h('span', { class: 'muted', 'data-task-id': t ? null : taskId }, ` ${t ? t.refName : taskId.slice(0, 8)}`);
   }
+  function nameTasks() {
+    for (const el of historyList.querySelectorAll('span[data-task-id]')) {
+      const t = (wf.tasks || []).find(x => x.id === el.dataset.taskId);
+      if (t) { el.textContent = ` ${t.refName}`; el.removeAttribute('data-task-id'); }
+    }
+  }
+  // The events after the last one seen (the latest MAX_EVENTS of them).
   function addEvents(list) {
+    const added = [];
     for (const ev of list) {
       if (ev.seq <= lastSeq) continue;
       lastSeq = ev.seq;
-      events.push(ev);
+      added.push(ev);
     }
-    if (events.length > MAX_EVENTS) events.splice(0, events.length - MAX_EVENTS);
+    return added.slice(-MAX_EVENTS);
   }
 
   async function renderTree() {
@@ -298,7 +311,7 @@ export async function detailPage(view, { parts, params }) {
   function soon() { if (!debounce) debounce = setTimeout(() => { debounce = null; refresh(); }, 250); }
 
   function renderAll() {
-    renderTitle(); renderSummary(); renderActions(); renderGraph(); renderTimeline(); renderTask(); renderJson();
+    renderTitle(); renderSummary(); renderActions(); renderGraph(); renderTimeline(); renderTask(); renderJson(); nameTasks();
     const treeKey = (wf.tasks || []).map(t => t.subWorkflowId || '').join() + wf.status;
     if (treeKey !== lastTreeKey) { lastTreeKey = treeKey; renderTree(); }
   }
@@ -306,13 +319,14 @@ export async function detailPage(view, { parts, params }) {
 
   // The backlog, then the live history.
   try {
+    let backlog = [];
     for (let i = 0; i < 10; i++) {
       const r = await get(`workflows/${encodeURIComponent(id)}/events${query({ after: lastSeq, limit: 1000 })}`);
-      addEvents(r.events || []);
+      backlog = backlog.concat(addEvents(r.events || [])).slice(-MAX_EVENTS);
       if (!r.events || r.events.length < 1000) break;
     }
+    renderHistory(backlog);
   } catch (e) { historyList.append(h('li', {}, errorBox(e))); }
-  renderHistory();
 
   let live = stream(nsPath(`workflows/${encodeURIComponent(id)}/events`), {
     key: 'history-stream',
@@ -322,14 +336,13 @@ export async function detailPage(view, { parts, params }) {
       try { data = JSON.parse(ev.data); } catch { return; }
       if (typeof data.seq !== 'number') data.seq = Number(ev.id);
       if (!data.type) data.type = ev.event;
-      addEvents([data]);
-      renderHistory();
+      renderHistory(addEvents([data]));
       soon();
     },
     fallback() {
       live = poller(async () => {
         const r = await get(`workflows/${encodeURIComponent(id)}/events${query({ after: lastSeq, limit: 1000 })}`);
-        if (r.events && r.events.length) { addEvents(r.events); renderHistory(); await refresh(); }
+        if (r.events && r.events.length) { renderHistory(addEvents(r.events)); await refresh(); }
       }, 2000, 'history-poll');
     },
   });

@@ -15,10 +15,13 @@
  *   browser_*    tests/ui/dashboard.test.mjs in Debian's headless chromium
  *                (playwright-core, tests/ui/package-lock.json, installed by
  *                tests/run.sh), one group of its scenarios each: the list
- *                (filters, search, back button), the live detail page and
- *                sub-workflow links, the streams as server-sent events, the
- *                actions and the definition editor,
- *                and every page (NODEFLOW_UI_SCREENSHOTS=DIR saves them).
+ *                (filters, search, back button, the keyboard, live arrivals
+ *                that do not move the rows), the live detail page and
+ *                sub-workflow links, the streams as server-sent events and
+ *                their reconnection (the banner, Last-Event-ID), the actions
+ *                and the definition editor, what a page keeps of a long
+ *                loop (bounded), and every page (NODEFLOW_UI_SCREENSHOTS=DIR
+ *                saves them).
  *   browser_big  the first page of a list of 100,000 executions.
  *
  * Every test gets its own database and server.  Waits are deadlines.
@@ -471,13 +474,19 @@ Test(ui, browser_live)
 
 Test(ui, browser_links)
 {
-	const char *s[] = {"subflow", "sse", NULL};
+	const char *s[] = {"subflow", "sse", "reconnect", NULL};
 	browser(s);
 }
 
 Test(ui, browser_actions)
 {
 	const char *s[] = {"retry", "definitions", NULL};
+	browser(s);
+}
+
+Test(ui, browser_bounded)
+{
+	const char *s[] = {"bounded", NULL};
 	browser(s);
 }
 
