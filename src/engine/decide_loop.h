@@ -1,11 +1,14 @@
 /*
  * decide_loop — the decider engine loop: claims workflows due for
  * evaluation in batches, loads them, runs the decider (decider.h) and
- * applies each decision, one batch per transaction.
+ * applies the decisions, one batch per transaction: every decision of a
+ * batch is written by one statement (decide_repo.h), then what follows each
+ * (deadlines, sub-workflows, endings) in the batch's order.
  *
  * A decision that fails to apply (the database refused it) does not undo
  * its batch: the batch, which takes no savepoints while nothing fails, is
- * rolled back and done again at once with one savepoint per workflow; the
+ * rolled back and done again at once with one savepoint (and one write
+ * statement) per workflow; the
  * failed evaluation is rolled back to its savepoint and postponed by a few
  * seconds, so one broken workflow neither undoes its batch nor spins.  A
  * decision whose version guard fails (an operator changed the workflow

@@ -22,7 +22,8 @@ DB_STMT(decide_load_executions,
 	"SELECT e.\"id\"::text, e.\"namespaceId\"::text, n.\"name\","
 	" e.\"status\", e.\"version\", e.\"defName\", e.\"defVersion\","
 	" e.\"definition\"::text, e.\"input\"::text, e.\"variables\"::text,"
-	" e.\"correlationId\", e.\"priority\", e.\"startedAt\"::text"
+	" e.\"correlationId\", e.\"priority\", e.\"startedAt\"::text,"
+	" e.\"parentWorkflowId\"::text"
 	" FROM \"WorkflowExecutions\" e"
 	" JOIN \"Namespaces\" n ON n.\"id\" = e.\"namespaceId\""
 	" WHERE e.\"id\" = ANY($1::uuid[])"
@@ -102,6 +103,8 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
 		x->correlation_id = dup_or_null(res, i, 10);
 		x->priority = atoi(PQgetvalue(res, i, 11));
 		x->started_at = xstrdup(PQgetvalue(res, i, 12));
+		snprintf(x->parent_id, sizeof(x->parent_id), "%s",
+			 PQgetvalue(res, i, 13));
 	}
 	out->n = (size_t)found;
 	PQclear(res);
@@ -345,132 +348,168 @@ decide_rollback_savepoint(struct db *db)
 	(void)db_exec_script(db, "ROLLBACK TO SAVEPOINT \"decide\"", &ignored);
 }
 
-/*
- * The version guard: the update applies only to the state the evaluation
- * read.  It also takes the execution's row lock and advances its event
- * counter by the decision's number of events, which is what numbers them.
- */
-DB_STMT(decide_update_execution,
-	"UPDATE \"WorkflowExecutions\" e SET \"version\" = e.\"version\" + 1,"
-	" \"status\" = coalesce($3::jsonb->>'status', e.\"status\"),"
-	" \"output\" = CASE WHEN $3::jsonb ? 'output' THEN $3::jsonb->'output'"
-	"   ELSE e.\"output\" END,"
-	" \"outputRef\" = CASE WHEN $3::jsonb ? 'output'"
-	"   THEN $3::jsonb->>'outputRef' ELSE e.\"outputRef\" END,"
-	" \"variables\" = CASE WHEN $3::jsonb ? 'variables'"
-	"   THEN $3::jsonb->'variables' ELSE e.\"variables\" END,"
-	" \"reasonForIncompletion\" = coalesce($3::jsonb->>'reason',"
-	"   e.\"reasonForIncompletion\"),"
-	" \"failedTaskRef\" = coalesce($3::jsonb->>'failedRef',"
-	"   e.\"failedTaskRef\"),"
-	" \"endedAt\" = CASE WHEN $3::jsonb->>'status' IN ('COMPLETED',"
-	"   'FAILED', 'TIMED_OUT', 'TERMINATED') THEN now() ELSE e.\"endedAt\" END,"
-	" \"updatedAt\" = now(), \"eventSeq\" = e.\"eventSeq\" + $4::int"
-	" WHERE e.\"id\" = $1::uuid AND " SQL_EXEC_WINDOW(
-		"e", "$1::uuid") " AND e.\"version\" = $2::bigint"
-				 " RETURNING e.\"eventSeq\" - $4::int");
-
 #define TERMINAL_TEXT SQL_TASK_TERMINAL
 
 /*
- * Rows without "status" are SCHEDULED (and queued when they carry a
+ * The decisions of a batch, one statement.  $1 holds one row per
+ * execution: {w (id), ns, v (the version read), nev (its number of
+ * events), prio, u (the new state: status, output, outputRef, reason,
+ * failedRef, variables; absent members unchanged), keep (its queue row
+ * stays: a second statement follows)}.  $2 the task rows, $3 and $4 the
+ * {w, id} of the tasks reacted to and of those to cancel, $5 the events
+ * {w, i (1, 2, … within the execution), type, taskId, data}, $6 the ids
+ * whose queue row goes without a change.
+ *
+ * The version guard (ux) applies a decision only to the state its
+ * evaluation read: an execution changed since returns no row, and every
+ * other part joins on what ux returned (a), so nothing of its decision is
+ * written.  It also takes the execution's row lock, in the order of $1
+ * (the nested loop over it), and advances its event counter by the
+ * decision's number of events, which is what numbers them.  A row of $1
+ * without "v" is not guarded (the second statement of a decision whose
+ * first already was).
+ *
+ * Task rows without "status" are SCHEDULED (and queued when they carry a
  * queueName); rows with one are written in it, started and, when terminal,
- * ended now (and seen when "seen").  A row whose identity exists updates it
- * only if it carries a status and the existing row is open, or if it turns
- * a failed attempt into COMPLETED_WITH_ERRORS (an optional task); any other
- * conflict is a no-op.  "joinFork" builds the output from the latest
- * attempt of each task of that fork (and iteration): ref -> output.
+ * ended now (and seen when "seen").  A row whose identity exists updates
+ * it only if it carries a status and the existing row is open, or if it
+ * turns a failed attempt into COMPLETED_WITH_ERRORS (an optional task);
+ * any other conflict is a no-op.  "joinFork" builds the output from the
+ * latest attempt of each task of that fork (and iteration): ref -> output.
  */
 DB_STMT(decide_write,
-	"WITH r AS (SELECT r.*, coalesce(r.\"status\", 'SCHEDULED') AS \"st\","
-	"   coalesce(r.\"status\", 'SCHEDULED') IN " TERMINAL_TEXT
-	" AS \"term\""
-	"   FROM jsonb_to_recordset($3::jsonb) AS r(\"id\" uuid, \"refName\" text,"
-	"   \"taskDefName\" text, \"taskType\" text, \"iteration\" int,"
-	"   \"attempt\" int, \"input\" jsonb, \"queueName\" text,"
-	"   \"delaySeconds\" int, \"status\" text, \"output\" jsonb,"
-	"   \"reason\" text, \"seen\" boolean, \"forkRef\" text,"
-	"   \"joinFork\" text, \"semaphore\" text, \"cacheKey\" text,"
-	"   \"cacheTtlSeconds\" int, \"inputRef\" text, \"outputRef\" text)),"
-	" nt AS (INSERT INTO \"TaskExecutions\" AS t (\"id\", \"workflowId\","
-	"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
-	"   \"iteration\", \"attempt\", \"status\", \"input\", \"output\","
-	"   \"reasonForIncompletion\", \"queueName\", \"startDelaySeconds\","
-	"   \"forkRef\", \"scheduledAt\", \"startedAt\", \"endedAt\","
-	"   \"deciderSeenAt\", \"updatedAt\", \"cacheKey\", \"cacheTtlSeconds\","
-	"   \"inputRef\", \"outputRef\")"
-	"   SELECT r.\"id\", $1::uuid, $2::uuid, r.\"refName\", r.\"taskDefName\","
-	"   r.\"taskType\", r.\"iteration\", r.\"attempt\", r.\"st\","
-	"   coalesce(r.\"input\", '{}'),"
-	"   CASE WHEN r.\"joinFork\" IS NOT NULL THEN (SELECT"
-	"     coalesce(jsonb_object_agg(b.\"refName\", b.\"output\"), '{}')"
-	"     FROM (SELECT DISTINCT ON (b.\"refName\") b.\"refName\", b.\"output\""
-	"     FROM \"TaskExecutions\" b WHERE b.\"workflowId\" = $1::uuid"
-	"     AND b.\"forkRef\" = r.\"joinFork\" AND b.\"iteration\" = r.\"iteration\""
-	"     ORDER BY b.\"refName\", b.\"attempt\" DESC) b)"
-	"   ELSE coalesce(r.\"output\", '{}') END,"
-	"   r.\"reason\", r.\"queueName\", coalesce(r.\"delaySeconds\", 0),"
-	"   r.\"forkRef\", now(),"
-	"   CASE WHEN r.\"status\" IS NOT NULL THEN now() END,"
-	"   CASE WHEN r.\"term\" THEN now() END,"
-	"   CASE WHEN r.\"term\" AND coalesce(r.\"seen\", false) THEN now() END,"
-	"   now(), r.\"cacheKey\", r.\"cacheTtlSeconds\", r.\"inputRef\","
-	"   r.\"outputRef\" FROM r"
-	"   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"
-	"   DO UPDATE SET \"status\" = excluded.\"status\","
-	"   \"input\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
-	"     WHERE u.\"id\" = excluded.\"id\") THEN t.\"input\""
-	"     ELSE excluded.\"input\" END,"
-	"   \"inputRef\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
-	"     WHERE u.\"id\" = excluded.\"id\") THEN t.\"inputRef\""
-	"     ELSE excluded.\"inputRef\" END,"
-	"   \"output\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
-	"     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
-	"     THEN t.\"output\" ELSE excluded.\"output\" END,"
-	"   \"outputRef\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
-	"     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
-	"     THEN t.\"outputRef\" ELSE excluded.\"outputRef\" END,"
-	"   \"reasonForIncompletion\" = excluded.\"reasonForIncompletion\","
-	"   \"startedAt\" = coalesce(t.\"startedAt\", excluded.\"startedAt\"),"
-	"   \"endedAt\" = coalesce(t.\"endedAt\", excluded.\"endedAt\"),"
-	"   \"deciderSeenAt\" = excluded.\"deciderSeenAt\", \"updatedAt\" = now()"
-	"   WHERE excluded.\"status\" <> 'SCHEDULED' AND (t.\"status\" NOT IN"
-	"   " TERMINAL_TEXT " OR (t.\"status\" IN ('FAILED', 'TIMED_OUT',"
-	"   'FAILED_WITH_TERMINAL_ERROR') AND excluded.\"status\" ="
-	"   'COMPLETED_WITH_ERRORS'))"
-	"   RETURNING t.\"id\", t.\"queueName\", t.\"taskType\", t.\"status\","
-	"   t.\"startDelaySeconds\", t.\"endedAt\", t.\"deciderSeenAt\"),"
-	" nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
-	"   \"workflowId\", \"namespaceId\", \"taskType\", \"priority\","
-	"   \"leaseExpiresAt\", \"semaphore\")"
-	"   SELECT nt.\"queueName\", nt.\"id\", $1::uuid, $2::uuid, nt.\"taskType\","
-	"   $6::int, CASE WHEN nt.\"startDelaySeconds\" > 0 THEN now() +"
-	"   make_interval(secs => nt.\"startDelaySeconds\") END, u.\"semaphore\""
-	"   FROM nt LEFT JOIN r u ON u.\"id\" = nt.\"id\""
-	"   WHERE nt.\"queueName\" IS NOT NULL AND nt.\"status\" = 'SCHEDULED'),"
-	" s AS (UPDATE \"TaskExecutions\" t SET \"deciderSeenAt\" = now()"
-	"   WHERE t.\"workflowId\" = $1::uuid AND t.\"id\" IN"
-	"   (SELECT jsonb_array_elements_text($4::jsonb)::uuid)),"
-	" cx AS (UPDATE \"TaskExecutions\" t SET \"status\" = 'CANCELED',"
-	"   \"endedAt\" = now(), \"deciderSeenAt\" = now(), \"updatedAt\" = now()"
-	"   WHERE t.\"workflowId\" = $1::uuid AND t.\"id\" IN"
-	"   (SELECT jsonb_array_elements_text($7::jsonb)::uuid)"
-	"   AND t.\"status\" NOT IN " SQL_TASK_TERMINAL
-	"   RETURNING t.\"id\", t.\"queueName\"),"
-	" cq AS (DELETE FROM \"TaskQueues\" q USING cx"
-	"   WHERE q.\"queueName\" = cx.\"queueName\" AND q.\"taskId\" = cx.\"id\"),"
-	" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
-	"   \"seq\", \"type\", \"taskId\", \"data\")"
-	"   SELECT $1::uuid, $2::uuid, r.\"seq\", r.\"type\", r.\"taskId\","
-	"   coalesce(r.\"data\", '{}') FROM jsonb_to_recordset($5::jsonb)"
-	"   AS r(\"seq\" bigint, \"type\" text, \"taskId\" uuid, \"data\" jsonb)),"
-	/* A terminal row written unseen is reacted to by another evaluation:
-	 * the queue row stays (it is due), so that one follows. */
-	" dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = $1::uuid"
-	"   AND NOT $8::boolean"
-	"   AND NOT EXISTS (SELECT 1 FROM nt WHERE nt.\"endedAt\" IS NOT NULL"
-	"   AND nt.\"deciderSeenAt\" IS NULL))"
-	" SELECT (SELECT count(*) FROM nt), (SELECT count(*) FROM cx)");
+	"WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(\"w\" uuid,"
+	"   \"ns\" uuid, \"v\" bigint, \"nev\" int, \"prio\" int, \"u\" jsonb,"
+	"   \"keep\" boolean)),"
+	" ux AS (UPDATE \"WorkflowExecutions\" e SET \"version\" = e.\"version\" + 1,"
+	"   \"status\" = coalesce(x.\"u\"->>'status', e.\"status\"),"
+	"   \"output\" = CASE WHEN x.\"u\" ? 'output' THEN x.\"u\"->'output'"
+	"     ELSE e.\"output\" END,"
+	"   \"outputRef\" = CASE WHEN x.\"u\" ? 'output'"
+	"     THEN x.\"u\"->>'outputRef' ELSE e.\"outputRef\" END,"
+	"   \"variables\" = CASE WHEN x.\"u\" ? 'variables'"
+	"     THEN x.\"u\"->'variables' ELSE e.\"variables\" END,"
+	"   \"reasonForIncompletion\" = coalesce(x.\"u\"->>'reason',"
+	"     e.\"reasonForIncompletion\"),"
+	"   \"failedTaskRef\" = coalesce(x.\"u\"->>'failedRef',"
+	"     e.\"failedTaskRef\"),"
+	"   \"endedAt\" = CASE WHEN x.\"u\"->>'status' IN ('COMPLETED',"
+	"     'FAILED', 'TIMED_OUT', 'TERMINATED') THEN now()"
+	"     ELSE e.\"endedAt\" END,"
+	"   \"updatedAt\" = now(), \"eventSeq\" = e.\"eventSeq\" + x.\"nev\""
+	"   FROM x WHERE x.\"v\" IS NOT NULL AND e.\"id\" = x.\"w\""
+	"   AND e.\"id\" = ANY(ARRAY(SELECT \"w\" FROM x WHERE \"v\" IS NOT NULL))"
+	"   AND e.\"startedAt\" >= (SELECT min(uuid_extract_timestamp(\"w\"))"
+	"     FROM x) - interval '1 hour'"
+	"   AND e.\"startedAt\" < (SELECT max(uuid_extract_timestamp(\"w\"))"
+	"     FROM x) + interval '1 hour'"
+	"   AND " SQL_EXEC_WINDOW(
+		"e",
+		"x.\"w\"") " AND e.\"version\" = x.\"v\""
+			   "   RETURNING e.\"id\" AS \"w\", x.\"ns\", x.\"prio\", x.\"keep\","
+			   "   e.\"eventSeq\" - x.\"nev\" AS \"base\"),"
+			   " a AS (SELECT * FROM ux UNION ALL SELECT x.\"w\", x.\"ns\", x.\"prio\","
+			   "   x.\"keep\", 0::bigint FROM x WHERE x.\"v\" IS NULL),"
+			   " r AS (SELECT r.*, a.\"ns\", a.\"prio\","
+			   "   coalesce(r.\"status\", 'SCHEDULED') AS \"st\","
+			   "   coalesce(r.\"status\", 'SCHEDULED') IN " TERMINAL_TEXT
+			   " AS \"term\""
+			   "   FROM jsonb_to_recordset($2::jsonb) AS r(\"w\" uuid, \"id\" uuid,"
+			   "   \"refName\" text, \"taskDefName\" text, \"taskType\" text,"
+			   "   \"iteration\" int, \"attempt\" int, \"input\" jsonb, \"queueName\" text,"
+			   "   \"delaySeconds\" int, \"status\" text, \"output\" jsonb,"
+			   "   \"reason\" text, \"seen\" boolean, \"forkRef\" text,"
+			   "   \"joinFork\" text, \"semaphore\" text, \"cacheKey\" text,"
+			   "   \"cacheTtlSeconds\" int, \"inputRef\" text, \"outputRef\" text)"
+			   "   JOIN a ON a.\"w\" = r.\"w\"),"
+			   " nt AS (INSERT INTO \"TaskExecutions\" AS t (\"id\", \"workflowId\","
+			   "   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
+			   "   \"iteration\", \"attempt\", \"status\", \"input\", \"output\","
+			   "   \"reasonForIncompletion\", \"queueName\", \"startDelaySeconds\","
+			   "   \"forkRef\", \"scheduledAt\", \"startedAt\", \"endedAt\","
+			   "   \"deciderSeenAt\", \"updatedAt\", \"cacheKey\", \"cacheTtlSeconds\","
+			   "   \"inputRef\", \"outputRef\")"
+			   "   SELECT r.\"id\", r.\"w\", r.\"ns\", r.\"refName\", r.\"taskDefName\","
+			   "   r.\"taskType\", r.\"iteration\", r.\"attempt\", r.\"st\","
+			   "   coalesce(r.\"input\", '{}'),"
+			   "   CASE WHEN r.\"joinFork\" IS NOT NULL THEN (SELECT"
+			   "     coalesce(jsonb_object_agg(b.\"refName\", b.\"output\"), '{}')"
+			   "     FROM (SELECT DISTINCT ON (b.\"refName\") b.\"refName\", b.\"output\""
+			   "     FROM \"TaskExecutions\" b WHERE b.\"workflowId\" = r.\"w\""
+			   "     AND b.\"forkRef\" = r.\"joinFork\" AND b.\"iteration\" = r.\"iteration\""
+			   "     ORDER BY b.\"refName\", b.\"attempt\" DESC) b)"
+			   "   ELSE coalesce(r.\"output\", '{}') END,"
+			   "   r.\"reason\", r.\"queueName\", coalesce(r.\"delaySeconds\", 0),"
+			   "   r.\"forkRef\", now(),"
+			   "   CASE WHEN r.\"status\" IS NOT NULL THEN now() END,"
+			   "   CASE WHEN r.\"term\" THEN now() END,"
+			   "   CASE WHEN r.\"term\" AND coalesce(r.\"seen\", false) THEN now() END,"
+			   "   now(), r.\"cacheKey\", r.\"cacheTtlSeconds\", r.\"inputRef\","
+			   "   r.\"outputRef\" FROM r"
+			   "   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"
+			   "   DO UPDATE SET \"status\" = excluded.\"status\","
+			   "   \"input\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
+			   "     WHERE u.\"id\" = excluded.\"id\") THEN t.\"input\""
+			   "     ELSE excluded.\"input\" END,"
+			   "   \"inputRef\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
+			   "     WHERE u.\"id\" = excluded.\"id\") THEN t.\"inputRef\""
+			   "     ELSE excluded.\"inputRef\" END,"
+			   "   \"output\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
+			   "     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
+			   "     THEN t.\"output\" ELSE excluded.\"output\" END,"
+			   "   \"outputRef\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
+			   "     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
+			   "     THEN t.\"outputRef\" ELSE excluded.\"outputRef\" END,"
+			   "   \"reasonForIncompletion\" = excluded.\"reasonForIncompletion\","
+			   "   \"startedAt\" = coalesce(t.\"startedAt\", excluded.\"startedAt\"),"
+			   "   \"endedAt\" = coalesce(t.\"endedAt\", excluded.\"endedAt\"),"
+			   "   \"deciderSeenAt\" = excluded.\"deciderSeenAt\", \"updatedAt\" = now()"
+			   "   WHERE excluded.\"status\" <> 'SCHEDULED' AND (t.\"status\" NOT IN"
+			   "   " TERMINAL_TEXT
+			   " OR (t.\"status\" IN ('FAILED', 'TIMED_OUT',"
+			   "   'FAILED_WITH_TERMINAL_ERROR') AND excluded.\"status\" ="
+			   "   'COMPLETED_WITH_ERRORS'))"
+			   "   RETURNING t.\"id\", t.\"workflowId\", t.\"namespaceId\","
+			   "   t.\"queueName\", t.\"taskType\", t.\"status\","
+			   "   t.\"startDelaySeconds\", t.\"endedAt\", t.\"deciderSeenAt\"),"
+			   " nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
+			   "   \"workflowId\", \"namespaceId\", \"taskType\", \"priority\","
+			   "   \"leaseExpiresAt\", \"semaphore\")"
+			   "   SELECT nt.\"queueName\", nt.\"id\", nt.\"workflowId\","
+			   "   nt.\"namespaceId\", nt.\"taskType\", u.\"prio\","
+			   "   CASE WHEN nt.\"startDelaySeconds\" > 0 THEN now() +"
+			   "   make_interval(secs => nt.\"startDelaySeconds\") END, u.\"semaphore\""
+			   "   FROM nt JOIN r u ON u.\"id\" = nt.\"id\""
+			   "   WHERE nt.\"queueName\" IS NOT NULL AND nt.\"status\" = 'SCHEDULED'),"
+			   " s AS (UPDATE \"TaskExecutions\" t SET \"deciderSeenAt\" = now()"
+			   "   FROM (SELECT p.* FROM jsonb_to_recordset($3::jsonb)"
+			   "   AS p(\"w\" uuid, \"id\" uuid) JOIN a ON a.\"w\" = p.\"w\") p"
+			   "   WHERE t.\"workflowId\" = p.\"w\" AND t.\"id\" = p.\"id\"),"
+			   " cx AS (UPDATE \"TaskExecutions\" t SET \"status\" = 'CANCELED',"
+			   "   \"endedAt\" = now(), \"deciderSeenAt\" = now(), \"updatedAt\" = now()"
+			   "   FROM (SELECT p.* FROM jsonb_to_recordset($4::jsonb)"
+			   "   AS p(\"w\" uuid, \"id\" uuid) JOIN a ON a.\"w\" = p.\"w\") p"
+			   "   WHERE t.\"workflowId\" = p.\"w\" AND t.\"id\" = p.\"id\""
+			   "   AND t.\"status\" NOT IN " SQL_TASK_TERMINAL
+			   "   RETURNING t.\"id\", t.\"queueName\"),"
+			   " cq AS (DELETE FROM \"TaskQueues\" q USING cx"
+			   "   WHERE q.\"queueName\" = cx.\"queueName\" AND q.\"taskId\" = cx.\"id\"),"
+			   " ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+			   "   \"seq\", \"type\", \"taskId\", \"data\")"
+			   "   SELECT v.\"w\", a.\"ns\", a.\"base\" + v.\"i\", v.\"type\", v.\"taskId\","
+			   "   coalesce(v.\"data\", '{}') FROM jsonb_to_recordset($5::jsonb)"
+			   "   AS v(\"w\" uuid, \"i\" bigint, \"type\" text, \"taskId\" uuid,"
+			   "   \"data\" jsonb) JOIN a ON a.\"w\" = v.\"w\" ORDER BY v.\"w\", v.\"i\"),"
+			   /* A terminal row written unseen is reacted to by
+			    * another evaluation: the queue row stays (it is
+			    * due), so that one follows. */
+			   " dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = ANY"
+			   "  (ARRAY(SELECT a.\"w\" FROM a WHERE NOT a.\"keep\""
+			   "   AND NOT EXISTS (SELECT 1 FROM nt WHERE nt.\"workflowId\" = a.\"w\""
+			   "   AND nt.\"endedAt\" IS NOT NULL AND nt.\"deciderSeenAt\" IS NULL)))),"
+			   " dn AS (DELETE FROM \"DecideQueues\""
+			   "   WHERE \"workflowId\" = ANY($6::uuid[]))"
+			   " SELECT a.\"w\"::text FROM a");
 
 /*
  * obj[key] offloaded to the payload store when it is large (obj[ref_key]
@@ -511,92 +550,213 @@ offload_member(struct db *db, const char *ns_id, const char *what, json_t *obj,
 	return true;
 }
 
-bool
-decide_apply(struct db *db, const struct loaded_execution *x,
-	     const struct decide_rows *rows, bool *applied, struct err *e)
+/* The parameters of one decide_write: JSON arrays, built up per item. */
+struct write_params {
+	json_t *x, *tasks, *seen, *cancel, *events;
+};
+
+static void
+params_init(struct write_params *p)
 {
-	char version[24], nev[16], prio[16];
-	snprintf(version, sizeof(version), "%" PRId64, x->version);
-	snprintf(nev, sizeof(nev), "%zu", json_array_size(rows->events));
-	snprintf(prio, sizeof(prio), "%d", x->priority);
-	json_t *update = rows->update ? json_copy((json_t *)rows->update)
-				      : json_object();
+	p->x = json_array();
+	p->tasks = json_array();
+	p->seen = json_array();
+	p->cancel = json_array();
+	p->events = json_array();
+}
+
+static void
+params_free(struct write_params *p)
+{
+	json_decref(p->x);
+	json_decref(p->tasks);
+	json_decref(p->seen);
+	json_decref(p->cancel);
+	json_decref(p->events);
+}
+
+/* {w, id} of each id in ids, appended to out. */
+static void
+add_pairs(json_t *out, const char *w, const json_t *ids)
+{
+	size_t i;
+	json_t *id;
+	json_array_foreach ((json_t *)ids, i, id)
+		json_array_append_new(out,
+				      json_pack("{s:s,s:O}", "w", w, "id", id));
+}
+
+/*
+ * Adds one decision to the first statement's parameters (first) and its
+ * "joinFork" rows to the second's (joins); *has_joins says whether it had
+ * any.  What subflows_apply carries out ("start" with a copy of the
+ * child's input, "wait", "outbox") is not the store's row and is left out.
+ */
+static bool
+add_item(struct db *db, const struct decide_item *it,
+	 struct write_params *first, struct write_params *joins,
+	 bool *has_joins, struct err *e)
+{
+	const struct loaded_execution *x = it->x;
+	json_t *update = it->rows.update ? json_copy((json_t *)it->rows.update)
+					 : json_object();
 	if (!offload_member(db, x->ns_id, "workflow output", update, "output",
 			    "outputRef", e)) {
 		json_decref(update);
 		return false;
 	}
-	char *update_text = json_db_text(update);
-	json_decref(update);
-	const char *uparams[] = {x->id, version, update_text, nev};
-	PGresult *res = db_exec(db, &decide_update_execution, 4, uparams, e);
-	free(update_text);
-	if (!res)
-		return false;
-	*applied = PQntuples(res) == 1;
-	if (!*applied) {
-		PQclear(res);
-		return true;
-	}
-	int64_t base = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-	PQclear(res);
-
-	/* Number the events on from the counter's old value. */
-	json_t *numbered = json_array();
+	size_t before = json_array_size(joins->tasks);
 	size_t i;
-	json_t *ev;
-	json_array_foreach (rows->events, i, ev) {
-		json_t *copy = json_copy(ev);
-		json_object_set_new(copy, "seq",
-				    json_integer(base + (json_int_t)i + 1));
-		json_array_append_new(numbered, copy);
-	}
-	/* A row whose output the store builds from other rows (joinFork) is
-	 * written by a second statement: one statement does not see the rows
-	 * it inserts itself (branches that finished in this evaluation). */
-	json_t *first = json_array(), *joins = json_array();
 	json_t *row;
-	json_array_foreach (rows->tasks, i, row) {
+	json_array_foreach (it->rows.tasks, i, row) {
 		json_t *copy = json_copy(row);
+		json_object_del(copy, "start");
+		json_object_del(copy, "wait");
+		json_object_del(copy, "outbox");
 		if (!offload_member(db, x->ns_id, "task input", copy, "input",
 				    "inputRef", e) ||
 		    !offload_member(db, x->ns_id, "task output", copy, "output",
 				    "outputRef", e)) {
 			json_decref(copy);
-			json_decref(numbered);
-			json_decref(first);
-			json_decref(joins);
+			json_decref(update);
 			return false;
 		}
-		json_array_append_new(
-			json_object_get(row, "joinFork") ? joins : first, copy);
+		json_object_set_new(copy, "w", json_string(x->id));
+		json_array_append_new(json_object_get(row, "joinFork")
+					      ? joins->tasks
+					      : first->tasks,
+				      copy);
 	}
-	bool more = json_array_size(joins) > 0;
-	char *tasks_text = json_db_text(first);
-	char *seen_text = json_db_text(rows->seen);
-	char *events_text = json_db_text(numbered);
-	char *cancel_text = json_db_text(rows->cancel);
-	const char *wparams[] = {
-		x->id,       x->ns_id, tasks_text,  seen_text,
-		events_text, prio,     cancel_text, more ? "true" : "false"};
-	res = db_exec(db, &decide_write, 8, wparams, e);
+	*has_joins = json_array_size(joins->tasks) > before;
+	json_array_append_new(
+		first->x,
+		json_pack("{s:s,s:s,s:I,s:I,s:i,s:o,s:b}", "w", x->id, "ns",
+			  x->ns_id, "v", (json_int_t)x->version, "nev",
+			  (json_int_t)json_array_size(it->rows.events), "prio",
+			  x->priority, "u", update, "keep", *has_joins));
+	if (*has_joins)
+		json_array_append_new(joins->x,
+				      json_pack("{s:s,s:s,s:i,s:b}", "w", x->id,
+						"ns", x->ns_id, "prio",
+						x->priority, "keep", false));
+	add_pairs(first->seen, x->id, it->rows.seen);
+	add_pairs(first->cancel, x->id, it->rows.cancel);
+	json_t *ev;
+	json_array_foreach (it->rows.events, i, ev) {
+		json_t *copy = json_copy(ev);
+		json_object_set_new(copy, "w", json_string(x->id));
+		json_object_set_new(copy, "i", json_integer((json_int_t)i + 1));
+		json_array_append_new(first->events, copy);
+	}
+	return true;
+}
+
+/* Runs one decide_write; applied (when not NULL) gets the ids it applied. */
+static bool
+run_write(struct db *db, const struct write_params *p, const char *dequeue,
+	  json_t *applied, struct err *e)
+{
+	char *x_text = json_db_text(p->x);
+	char *tasks_text = json_db_text(p->tasks);
+	char *seen_text = json_db_text(p->seen);
+	char *cancel_text = json_db_text(p->cancel);
+	char *events_text = json_db_text(p->events);
+	const char *params[] = {x_text,      tasks_text,  seen_text,
+				cancel_text, events_text, dequeue};
+	PGresult *res = db_exec(db, &decide_write, 6, params, e);
+	free(x_text);
 	free(tasks_text);
 	free(seen_text);
-	free(events_text);
 	free(cancel_text);
-	json_decref(numbered);
+	free(events_text);
+	if (!res)
+		return false;
+	for (int i = 0; applied && i < PQntuples(res); i++)
+		json_array_append_new(applied,
+				      json_string(PQgetvalue(res, i, 0)));
 	PQclear(res);
-	if (res && more) {
-		char *joins_text = json_db_text(joins);
-		const char *jparams[] = {x->id, x->ns_id, joins_text, "[]",
-					 "[]",  prio,     "[]",       "false"};
-		res = db_exec(db, &decide_write, 8, jparams, e);
-		free(joins_text);
-		PQclear(res);
+	return true;
+}
+
+static bool
+id_listed(const json_t *ids, const char *id)
+{
+	size_t i;
+	const json_t *v;
+	json_array_foreach (ids, i, v)
+		if (strcmp(json_string_value(v), id) == 0)
+			return true;
+	return false;
+}
+
+bool
+decide_apply_batch(struct db *db, struct decide_item *items, size_t n,
+		   const json_t *dequeue, struct err *e)
+{
+	struct write_params first, joins;
+	params_init(&first);
+	params_init(&joins);
+	bool *has_joins = xcalloc(n + 1, sizeof(*has_joins));
+	bool any_joins = false, ok = true;
+	for (size_t i = 0; ok && i < n; i++) {
+		items[i].applied = false;
+		ok = add_item(db, &items[i], &first, &joins, &has_joins[i], e);
+		any_joins = any_joins || has_joins[i];
 	}
-	json_decref(first);
-	json_decref(joins);
-	return res != NULL;
+	struct strbuf dq = STRBUF_INIT;
+	sb_putc(&dq, '{');
+	size_t k;
+	json_t *id;
+	json_array_foreach ((json_t *)dequeue, k, id)
+		sb_printf(&dq, "%s%s", k ? "," : "", json_string_value(id));
+	sb_putc(&dq, '}');
+	json_t *applied = json_array();
+	if (ok && (n || json_array_size(dequeue)))
+		ok = run_write(db, &first, sb_str(&dq), applied, e);
+	for (size_t i = 0; ok && i < n; i++)
+		items[i].applied = id_listed(applied, items[i].x->id);
+	/* One statement does not see the rows it inserts itself (branches
+	 * that finished in this evaluation): a join's output is built by a
+	 * second one, for the decisions that were applied. */
+	if (ok && any_joins) {
+		json_t *jx = json_array(), *jt = json_array();
+		size_t i;
+		json_t *v;
+		json_array_foreach (joins.x, i, v)
+			if (id_listed(
+				    applied,
+				    json_string_value(json_object_get(v, "w"))))
+				json_array_append(jx, v);
+		json_array_foreach (joins.tasks, i, v)
+			if (id_listed(
+				    applied,
+				    json_string_value(json_object_get(v, "w"))))
+				json_array_append(jt, v);
+		json_decref(joins.x);
+		json_decref(joins.tasks);
+		joins.x = jx;
+		joins.tasks = jt;
+		if (json_array_size(jx))
+			ok = run_write(db, &joins, "{}", NULL, e);
+	}
+	json_decref(applied);
+	sb_free(&dq);
+	free(has_joins);
+	params_free(&first);
+	params_free(&joins);
+	return ok;
+}
+
+bool
+decide_apply(struct db *db, const struct loaded_execution *x,
+	     const struct decide_rows *rows, bool *applied, struct err *e)
+{
+	struct decide_item it = {.x = x, .rows = *rows};
+	json_t *none = json_array();
+	bool ok = decide_apply_batch(db, &it, 1, none, e);
+	json_decref(none);
+	*applied = ok && it.applied;
+	return ok;
 }
 
 DB_STMT(decide_postpone_stmt,
@@ -640,7 +800,6 @@ struct db_stmt *const decide_repo_stmts[] = {
 	&decide_load_executions,
 	&decide_dequeue_stmt,
 	&decide_load_tasks_stmt,
-	&decide_update_execution,
 	&decide_write,
 	&decide_postpone_stmt,
 	&decide_recent_retries_stmt,

@@ -8,8 +8,9 @@
  * evaluate one workflow twice at once) and holds them until commit.  A
  * result that arrives for a claimed workflow upserts its "DecideQueues" row
  * and so waits for that commit, then enqueues a fresh evaluation: it is
- * never lost.  Each workflow is applied under its own savepoint, so one
- * that fails does not undo the others of its batch.
+ * never lost.  The decisions of a batch are written together, one
+ * statement for all of them (decide_apply_batch); the decide loop redoes a
+ * batch that failed with one savepoint per workflow (decide_loop.h).
  *
  * What an evaluation loads is bounded by in-flight work, not by history:
  * the execution, its frontier (non-terminal tasks, the partial frontier
@@ -68,6 +69,7 @@ struct loaded_execution {
 	char *correlation_id;
 	int priority;
 	char *started_at;
+	char parent_id[37];        /* "parentWorkflowId", or "" */
 	struct loaded_task *tasks; /* see decide_load_tasks */
 	size_t n_tasks;
 };
@@ -133,11 +135,29 @@ struct decide_rows {
 	const json_t *events; /* {type, taskId, data}, numbered here */
 };
 
+/* One evaluation's decision, and (set by decide_apply_batch) whether it
+ * was applied. */
+struct decide_item {
+	const struct loaded_execution *x;
+	struct decide_rows rows;
+	bool applied;
+};
+
 /*
- * Applies one evaluation's decision, guarded by the version read at load:
- * *applied is false (and nothing is written) when the execution changed
- * since.  Also removes the workflow's "DecideQueues" row.
+ * Applies the decisions of items[0..n) in one statement, each guarded by
+ * the version its evaluation read: an item's `applied` is false (and
+ * nothing of it is written) when its execution changed since.  Removes the
+ * "DecideQueues" row of each applied workflow, and that of each workflow
+ * in `dequeue` (a JSON array of ids whose evaluation changed nothing).
+ * The executions' row locks are taken in the order of items.  Rows whose
+ * output is built from other rows ("joinFork") take a second statement,
+ * for the items that have any.  Large payloads are offloaded first
+ * (payload_repo.h).  Fails whole: the caller rolls back.
  */
+bool decide_apply_batch(struct db *db, struct decide_item *items, size_t n,
+			const json_t *dequeue, struct err *e);
+
+/* decide_apply_batch of one decision. */
 bool decide_apply(struct db *db, const struct loaded_execution *x,
 		  const struct decide_rows *rows, bool *applied, struct err *e);
 

@@ -10,6 +10,10 @@
  *                   TASK_FAILED event in the parent's history).
  *   cascade         terminating a parent terminates its child and
  *                   grandchild (an inline child definition).
+ *   ended_with_its_child a parent that fails in the decider batch that
+ *                   also holds its child's next evaluation: the child is
+ *                   terminated, and what it would have scheduled (a
+ *                   grandchild) is never written.
  *   terminate_deadlock a terminate that loses a deadlock on the child's
  *                   row (as against a decider batch that holds the child
  *                   and waits for the parent) runs again: it answers
@@ -921,6 +925,82 @@ nothing_queued(void *arg)
 		      "SELECT count(*) FROM \"DecideQueues\" WHERE"
 		      " \"workflowId\" IN ($1::uuid, $2::uuid)",
 		      2, params) == 0;
+}
+
+/*
+ * One results batch ends a task of the child and fails the parent (both in
+ * queue "work"): one commit queues both, so one decider batch claims both.
+ * The parent's ending terminates the child; the child's own decision (its
+ * next task, a sub-workflow) was made on what it was before and is not
+ * written: no grandchild is started under a terminated child.
+ */
+Test(subflows, ended_with_its_child)
+{
+	define_task("work", 0);
+	define("{\"name\":\"kid\",\"tasks\":[{\"name\":\"work\","
+	       "\"taskReferenceName\":\"w1\"},{\"name\":\"leaf\","
+	       "\"taskReferenceName\":\"l\",\"type\":\"SUB_WORKFLOW\","
+	       "\"subWorkflowParam\":{\"workflowDefinition\":{\"name\":"
+	       "\"leaf\",\"tasks\":[{\"name\":\"gate\",\"taskReferenceName\":"
+	       "\"g\",\"type\":\"HUMAN\"}]}}}]}");
+	define("{\"name\":\"forked\",\"tasks\":[{\"name\":\"fork\","
+	       "\"taskReferenceName\":\"fork\",\"type\":\"FORK_JOIN\","
+	       "\"forkTasks\":[[{\"name\":\"kid\",\"taskReferenceName\":\"c\","
+	       "\"type\":\"SUB_WORKFLOW\",\"subWorkflowParam\":{\"name\":"
+	       "\"kid\"}}],[{\"name\":\"work\",\"taskReferenceName\":"
+	       "\"boom\"}]]},{\"name\":\"join\",\"taskReferenceName\":\"join\","
+	       "\"type\":\"JOIN\",\"joinOn\":[\"c\",\"boom\"]}]}");
+	char parent[37], child[37];
+	start("{\"name\":\"forked\"}", parent);
+	snprintf(child, sizeof(child), "%s",
+		 wait_task(parent, "c", "IN_PROGRESS"));
+	wait_task(child, "w1", "SCHEDULED");
+	json_t *t1 = poll_one("work");
+	json_t *t2 = poll_one("work");
+	const char *w1 = strcmp(str(t1, "workflowId"), child) == 0
+				 ? str(t1, "id")
+				 : str(t2, "id");
+	const char *boom = strcmp(str(t1, "workflowId"), child) == 0
+				   ? str(t2, "id")
+				   : str(t1, "id");
+	char body[1024];
+	snprintf(body, sizeof(body),
+		 "{\"results\":[{\"taskId\":\"%s\",\"workerId\":\"w\","
+		 "\"status\":\"COMPLETED\",\"output\":{}},{\"taskId\":\"%s\","
+		 "\"workerId\":\"w\",\"status\":\"FAILED_WITH_TERMINAL_ERROR\","
+		 "\"reason\":\"boom\"}]}",
+		 w1, boom);
+	json_decref(call("POST", NS "/queues/work/results", body, 200));
+	json_decref(t1);
+	json_decref(t2);
+
+	wait_status(parent, "FAILED");
+	wait_status(child, "TERMINATED");
+	struct quiet_probe q = {parent, child};
+	cr_assert(th_wait_until(WAIT_MS, nothing_queued, &q));
+	cr_assert_eq(sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+			     " WHERE \"parentWorkflowId\" = $1::uuid",
+			     child),
+		     0, "a grandchild was started under a terminated child");
+	cr_assert_eq(th_int(sql,
+			    "SELECT count(*) FROM \"WorkflowExecutions\""
+			    " WHERE \"status\" = 'RUNNING'",
+			    0, NULL),
+		     0);
+	json_t *v = get(child);
+	cr_assert_str_eq(str(task_of(v, "w1"), "status"), "COMPLETED", "%s",
+			 last_body);
+	json_decref(v);
+	/* Both histories stay gap-free. */
+	const char *ids[] = {parent, child};
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(
+			sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+				" WHERE \"workflowId\" = $1::uuid",
+				ids[i]),
+			sql_int("SELECT max(\"seq\") FROM \"WorkflowEvents\""
+				" WHERE \"workflowId\" = $1::uuid",
+				ids[i]));
 }
 
 Test(subflows, terminate_deadlock)

@@ -12,6 +12,12 @@
  *   rerun        evaluating again on the same state writes nothing: no
  *                task, event or queue row, and the version stays; deciding
  *                twice on one loaded state decides the same thing.
+ *   batch        the decisions of a batch are written by one statement
+ *                (their rows share its command id), each under its own
+ *                version guard: one whose execution changed meanwhile
+ *                writes nothing and stays queued, the others are applied
+ *                with gap-free histories; an evaluation that changed
+ *                nothing only leaves the queue.
  *   identity     a failed attempt 0 is retried as a new row with attempt 1
  *                (not absorbed by ON CONFLICT), while a repeated write of
  *                the same identity is absorbed without a second queue row.
@@ -83,6 +89,7 @@ teardown(void)
 TestSuite(race, .init = setup, .fini = teardown);
 TestSuite(rerun, .init = setup, .fini = teardown);
 TestSuite(identity, .init = setup, .fini = teardown);
+TestSuite(batch, .init = setup, .fini = teardown);
 
 /* Two sequential tasks of definition "step": a reads the workflow input, b
  * reads a's output; the output reads b's. */
@@ -551,6 +558,101 @@ Test(rerun, deciding_twice_on_one_state_decides_the_same)
 	decision_free(&d2);
 	db_rollback(D);
 	eval_free(&ev);
+}
+
+/* ================================================================ batch */
+
+Test(batch, decisions_are_written_together_each_under_its_version_guard)
+{
+	register_defs(0);
+	char ids[4][37];
+	for (int i = 0; i < 4; i++)
+		start_exec(ids[i]);
+	struct evaluation ev;
+	eval_claim(&ev, D);
+	cr_assert_eq(ev.b.n, 4);
+	eval_load(&ev);
+	/* The third changes behind the evaluation (as an operator's action
+	 * would): its version guard must refuse it. */
+	cr_assert_eq(q_int("WITH u AS (UPDATE \"WorkflowExecutions\" SET"
+			   " \"version\" = \"version\" + 1 WHERE \"id\" ="
+			   " $1::uuid RETURNING 1) SELECT count(*) FROM u",
+			   ids[2]),
+		     1);
+	struct decision d[4];
+	struct decide_item items[4];
+	size_t n = 0;
+	json_t *dequeue = json_array();
+	for (size_t i = 0; i < ev.b.n; i++) {
+		struct loaded_execution *x = &ev.b.items[i];
+		/* The fourth is taken as an evaluation that changed nothing. */
+		if (strcmp(x->id, ids[3]) == 0) {
+			json_array_append_new(dequeue, json_string(x->id));
+			continue;
+		}
+		struct decider_input in = {wf, x, lookup, NULL, NULL};
+		decide(&in, &d[n]);
+		cr_assert(d[n].changed);
+		items[n] = (struct decide_item){x,
+						{d[n].update, d[n].tasks,
+						 d[n].seen, d[n].cancel,
+						 d[n].events},
+						false};
+		n++;
+	}
+	cr_assert_eq(n, 3);
+	struct err e = ERR_INIT;
+	cr_assert(decide_apply_batch(D, items, n, dequeue, &e), "%s", e.msg);
+	json_decref(dequeue);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(items[i].applied,
+			     strcmp(items[i].x->id, ids[2]) != 0, "workflow %s",
+			     items[i].x->id);
+		decision_free(&d[i]);
+	}
+	cr_assert(db_commit(D, &e), "%s", e.msg);
+	eval_free(&ev);
+
+	for (int i = 0; i < 4; i++) {
+		bool applied = i < 2;
+		cr_assert_eq(q_int("SELECT count(*) FROM \"TaskExecutions\""
+				   " WHERE \"workflowId\" = $1::uuid",
+				   ids[i]),
+			     applied ? 1 : 0, "workflow %d", i);
+		cr_assert_eq(q_int("SELECT count(*) FROM \"TaskQueues\""
+				   " WHERE \"workflowId\" = $1::uuid",
+				   ids[i]),
+			     applied ? 1 : 0, "workflow %d", i);
+		cr_assert_eq(q_int("SELECT count(*) FROM \"DecideQueues\""
+				   " WHERE \"workflowId\" = $1::uuid",
+				   ids[i]),
+			     i == 2 ? 1 : 0, "workflow %d", i);
+		long long events = q_int("SELECT count(*) FROM"
+					 " \"WorkflowEvents\" WHERE"
+					 " \"workflowId\" = $1::uuid",
+					 ids[i]);
+		cr_assert_eq(events,
+			     q_int("SELECT max(\"seq\") FROM \"WorkflowEvents\""
+				   " WHERE \"workflowId\" = $1::uuid",
+				   ids[i]),
+			     "workflow %d: a gap in its history", i);
+		cr_assert(applied ? events > 1 : events == 1,
+			  "workflow %d: %lld events", i, events);
+	}
+	/* One statement: every row it wrote carries its command id. */
+	cr_assert_eq(q_int("SELECT count(DISTINCT (\"xmin\"::text,"
+			   " \"cmin\"::text)) FROM (SELECT \"xmin\", \"cmin\""
+			   " FROM \"TaskExecutions\" UNION ALL SELECT \"xmin\","
+			   " \"cmin\" FROM \"TaskQueues\" UNION ALL SELECT"
+			   " \"xmin\", \"cmin\" FROM \"WorkflowEvents\" WHERE"
+			   " \"type\" <> 'WORKFLOW_STARTED') r",
+			   NULL),
+		     1);
+	/* The one refused is decided by the next evaluation. */
+	int changed;
+	cr_assert_eq(evaluate(&changed), 1);
+	cr_assert_eq(changed, 1);
+	cr_assert_eq(q_int("SELECT count(*) FROM \"TaskQueues\"", NULL), 3);
 }
 
 /* ============================================================= identity */
