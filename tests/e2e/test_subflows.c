@@ -970,7 +970,7 @@ Test(subflows, ended_with_its_child)
 		 "\"workerId\":\"w\",\"status\":\"FAILED_WITH_TERMINAL_ERROR\","
 		 "\"reason\":\"boom\"}]}",
 		 w1, boom);
-	json_decref(call("POST", NS "/queues/work/results", body, 200));
+	json_decref(e2e_call("POST", NS "/queues/work/results", body, 200));
 	json_decref(t1);
 	json_decref(t2);
 
@@ -982,14 +982,14 @@ Test(subflows, ended_with_its_child)
 			     " WHERE \"parentWorkflowId\" = $1::uuid",
 			     child),
 		     0, "a grandchild was started under a terminated child");
-	cr_assert_eq(th_int(sql,
+	cr_assert_eq(th_int(e2e_sql(),
 			    "SELECT count(*) FROM \"WorkflowExecutions\""
 			    " WHERE \"status\" = 'RUNNING'",
 			    0, NULL),
 		     0);
-	json_t *v = get(child);
+	json_t *v = e2e_get_workflow(child);
 	cr_assert_str_eq(str(task_of(v, "w1"), "status"), "COMPLETED", "%s",
-			 last_body);
+			 e2e_last_body);
 	json_decref(v);
 	/* Both histories stay gap-free. */
 	const char *ids[] = {parent, child};
