@@ -42,7 +42,7 @@
 
 /* The binary's migrations: update with each new one. */
 #define KNOWN_MIGRATIONS 10
-#define LATEST_MIGRATION "0010_namespace_events"
+#define LATEST_MIGRATION "0011_lease_candidates"
 
 extern char **environ;
 
