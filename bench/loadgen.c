@@ -19,6 +19,14 @@
  * that carried its first task (refName t1).  In phased mode that includes
  * the wait for the drain phase; mixed mode is where it means "queue delay".
  *
+ * Paced (--rate) runs of at least two minutes also print the latency per
+ * minute, bucketed by when the worker received the task, over the whole
+ * minutes during which starts were being made:
+ *   MINUTE|system|m|n|p50_ms|p99_ms   and
+ *   SOAK|system|first_p99_ms|last_p99_ms|last/first|minutes
+ * (the soak target: the last minute's p99 within 1.2x the first's).
+ * --label names the system in every line (default "node-flow T-task …").
+ *
  * Each HTTP client is one thread with one curl easy handle: one keep-alive
  * connection per thread.  Output: a human line and
  *   RESULT|node-flow ...|e2e/s|enqueue/s|drain/s|setting|notes
@@ -59,6 +67,7 @@ static struct {
 	const char *mode; /* phased | mixed */
 	const char *setting;
 	const char *hook; /* run as `hook LABEL` between phases (untimed) */
+	const char *label; /* the system's name in the output, or NULL */
 	long timeout_s;
 	bool no_register;
 	bool mixed;
@@ -228,7 +237,8 @@ static atomic_bool starters_done;
 static double t_begin;   /* when the starters began (for --rate) */
 static double t_results; /* when the last task result was accepted */
 
-/* Per start: the workflow id (16 bytes) and when the start answered. */
+/* Per start: the workflow id (16 bytes) and when the start answered (for
+ * a first-task receipt: when the worker received it). */
 struct stamp {
 	unsigned char id[16];
 	double t;
@@ -585,6 +595,7 @@ usage(FILE *out)
 		"line\n"
 		"  --hook CMD          run `CMD LABEL` between phases "
 		"(untimed)\n"
+		"  --label TEXT        the system's name in the output lines\n"
 		"  --no-register       the definitions exist already\n"
 		"  --timeout S         give up after S seconds (default 900)\n",
 		opt.server);
@@ -613,7 +624,7 @@ parse_args(int argc, char **argv)
 		{"mode", 1, 0, 'm'},	 {"setting", 1, 0, 'S'},
 		{"hook", 1, 0, 'H'},	 {"no-register", 0, 0, 'R'},
 		{"timeout", 1, 0, 'T'},	 {"help", 0, 0, 'h'},
-		{"rate", 1, 0, 'r'},
+		{"rate", 1, 0, 'r'},	 {"label", 1, 0, 'L'},
 		{0, 0, 0, 0},
 	};
 	int ch;
@@ -633,6 +644,7 @@ parse_args(int argc, char **argv)
 		case 'r': opt.rate = (double)num(optarg, "rate", 0, 1000000); break;
 		case 'S': opt.setting = optarg; break;
 		case 'H': opt.hook = optarg; break;
+		case 'L': opt.label = optarg; break;
 		case 'R': opt.no_register = true; break;
 		case 'T': opt.timeout_s = num(optarg, "timeout", 1, 86400); break;
 		case 'h': usage(stdout); exit(0);
@@ -728,6 +740,7 @@ main(int argc, char **argv)
 			starts[n_st++] = starts[i];
 	qsort(starts, n_st, sizeof(*starts), stamp_cmp);
 	double *lat = xmalloc((n_ok + 1) * sizeof(double));
+	double *lat_at = xmalloc((n_ok + 1) * sizeof(double)); /* receipt */
 	size_t n_lat = 0, negative = 0;
 	for (long i = 0; i < opt.workers; i++) {
 		for (size_t k = 0; k < ws[i].n_firsts; k++) {
@@ -743,10 +756,35 @@ main(int argc, char **argv)
 				negative++;
 				d = 0;
 			}
+			lat_at[n_lat] = ws[i].firsts[k].t - t0;
 			lat[n_lat++] = d * 1000.0;
 		}
 		free(ws[i].firsts);
 	}
+	/* Per whole minute of starts, before lat is sorted. */
+	double paced_s = opt.rate > 0 ? (double)opt.n / opt.rate : 0;
+	int minutes = opt.mixed && paced_s >= 120 ? (int)(paced_s / 60) : 0;
+	double *by_min = minutes ? xmalloc((n_lat + 1) * sizeof(double)) : NULL;
+	double p99_first = 0, p99_last = 0;
+	char minute_lines[64][160];
+	int n_minute_lines = 0;
+	for (int m = 0; m < minutes; m++) {
+		size_t k = 0;
+		for (size_t i = 0; i < n_lat; i++)
+			if (lat_at[i] >= 60.0 * m && lat_at[i] < 60.0 * (m + 1))
+				by_min[k++] = lat[i];
+		qsort(by_min, k, sizeof(double), dbl_cmp);
+		double p99 = pct(by_min, k, 0.99);
+		if (m == 0)
+			p99_first = p99;
+		p99_last = p99;
+		if (n_minute_lines < 64)
+			snprintf(minute_lines[n_minute_lines++],
+				 sizeof(minute_lines[0]), "%d|%zu|%.2f|%.2f",
+				 m + 1, k, pct(by_min, k, 0.5), p99);
+	}
+	free(by_min);
+	free(lat_at);
 	qsort(lat, n_lat, sizeof(double), dbl_cmp);
 
 	double enq_s = t1 - t0, drain_s = tdone - td0;
@@ -773,6 +811,8 @@ main(int argc, char **argv)
 		snprintf(reps, sizeof(reps), " x%d replicas", n_servers);
 	snprintf(sys, sizeof(sys), "node-flow %ld-task%s%s%s", opt.tasks,
 		 opt.mixed ? " mixed" : "", opt.rate > 0 ? " paced" : "", reps);
+	if (opt.label && *opt.label)
+		snprintf(sys, sizeof(sys), "%s", opt.label);
 
 	printf("%s [%s] N=%ld: e2e %.1f wf/s | enqueue %.1f/s (%.2f s) | "
 	       "drain %.1f/s (%.2f s) | tasks/s drain %.1f e2e %.1f | "
@@ -797,6 +837,11 @@ main(int argc, char **argv)
 	       sys, pct(lat, n_lat, 0.5), pct(lat, n_lat, 0.9),
 	       pct(lat, n_lat, 0.99), n_lat ? lat[n_lat - 1] : 0.0, n_lat,
 	       negative);
+	for (int m = 0; m < n_minute_lines; m++)
+		printf("MINUTE|%s|%s\n", sys, minute_lines[m]);
+	if (minutes >= 2)
+		printf("SOAK|%s|%.2f|%.2f|%.2f|%d\n", sys, p99_first, p99_last,
+		       p99_first > 0 ? p99_last / p99_first : 0.0, minutes);
 	fflush(stdout);
 
 	free(lat);

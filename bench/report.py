@@ -2,9 +2,11 @@
 """report.py LOG -- the tables of one bench/run.sh log (markdown).
 
 Reads RESULT| lines (node-flow and peers), TASKS|/LATENCY| (node-flow), PROBE| (per-phase
-counters from probe.sh), TABLE| (rows written per table), STMT| (pg_stat_statements, with --stats) and SAMPLE| (pg_stat_activity and top
-samples) and prints: the comparison table with node-flow's ratio to each peer, the targets, and
-per node-flow shape where its time and its database work went.
+counters from probe.sh), TABLE| (rows written per table), STMT| (pg_stat_statements, with
+--stats), SAMPLE| (pg_stat_activity and top samples), MINUTE|/SOAK|/DEAD| (the paced soak's
+per-minute latency and dead tuples) and the limit.sh RESULT lines, and prints: the comparison
+table with node-flow's ratio to each peer, the targets, and per node-flow shape where its time
+and its database work went.
 """
 import collections
 import re
@@ -32,23 +34,37 @@ def main(path):
     waits = collections.defaultdict(collections.Counter)
     tops = collections.defaultdict(lambda: collections.defaultdict(list))
     lat = {}
+    minutes = collections.defaultdict(list)  # system -> [(m, n, p50, p99)]
+    soak = {}  # system -> (first p99, last p99, ratio, minutes)
+    dead = collections.defaultdict(list)  # shape -> [(m, live, dead, autovacuums)]
+    limits = []  # (name, tps, setting)
     shape = None
     for line in open(path, errors="replace"):
         line = line.rstrip("\n")
         m = re.match(r"== node-flow (\d+)-task workflows \(N=\d+, ([\w ]+?)(?: rate=[\d.]+)?"
-                     r"(?: replicas=(\d+))?\)", line)
+                     r"(?: replicas=(\d+))?\)(?: \[(.+?)\])?", line)
         if m:
             shape = m.group(1) + ("" if m.group(2) == "phased" else " " + m.group(2))
             if m.group(3):
                 shape += " x" + m.group(3)
+            if m.group(4):
+                shape = m.group(1) + " " + m.group(4)
             continue
         if line.startswith("== peers"):
             shape = None
         p = line.split("|")
-        if p[0] == "RESULT" and len(p) >= 6:
+        if p[0] == "RESULT" and len(p) >= 6 and p[1].startswith("limit:"):
+            limits.append((p[1], num(p[2]), p[5]))
+        elif p[0] == "RESULT" and len(p) >= 6:
             results.append((p[1], num(p[2]), num(p[3]), num(p[4]), p[5], "|".join(p[6:])))
         elif p[0] == "LATENCY":
             lat[p[1]] = dict(kv.split("=", 1) for kv in p[2:] if "=" in kv)
+        elif p[0] == "MINUTE" and len(p) >= 6:
+            minutes[p[1]].append((int(p[2]), int(p[3]), num(p[4]), num(p[5])))
+        elif p[0] == "SOAK" and len(p) >= 6:
+            soak[p[1]] = (num(p[2]), num(p[3]), num(p[4]), int(p[5]))
+        elif p[0] == "DEAD" and len(p) >= 6:
+            dead[p[1]].append((int(p[2]), num(p[3]), num(p[4]), num(p[5])))
         elif p[0] == "PROBE" and shape:
             probes[shape][p[1]] = [num(x) for x in p[2:]]
         elif p[0] == "TABLE":
@@ -120,7 +136,38 @@ def main(path):
         n5, nd = notes(nf5), notes(d3)
         target("5-task tasks/s e2e vs DBOS 3-step steps/s e2e", num(n5.get("tasks_per_s_e2e")),
                d3[1] * 3 if d3[1] else None, 3)
+    queue_limit = max((t for name, t, _ in limits if name.startswith("limit: queue") and t),
+                      default=None)
+    target("1-task wf/s e2e vs limit.sh one-commit-per-job queue (best c)", nf1 and nf1[1],
+           queue_limit, 0.4)
+    half = lat.get("node-flow 1-task latency at half peak")
+    if half:
+        p99 = num(half.get("p99_ms"))
+        print(f"| enqueue→worker p99 at half the peak | {fmt(p99, 1)} ms | | | "
+              f"{'yes' if p99 is not None and p99 < 10 else 'no'} (want < 10 ms) |")
+    else:
+        print("| enqueue→worker p99 at half the peak | - | | | not measured (--latency) |")
+    for sysname, (first, last, ratio, mins) in sorted(soak.items()):
+        print(f"| soak ({mins} min at 70% of peak): last minute's p99 ÷ first's | "
+              f"{fmt(last, 1)} ms | {fmt(first, 1)} ms | {ratio:.2f}× | "
+              f"{'yes' if ratio <= 1.2 else 'no'} (want ≤ 1.2×) |")
+    if not soak:
+        print("| soak: last minute's p99 ÷ first's | - | | | not measured (--soak MIN) |")
     print()
+    if limits:
+        print("limit.sh on the same cluster: " +
+              "; ".join(f"{name} ({setting}) {fmt(t)}/s" for name, t, setting in limits))
+        print()
+    for sysname, rows in sorted(minutes.items()):
+        print(f"{sysname}, per minute (by when the worker received the task): " +
+              ", ".join(f"m{m} n={n} p50 {fmt(p50, 1)} p99 {fmt(p99, 1)} ms"
+                        for m, n, p50, p99 in rows))
+        print()
+    for shape, rows in sorted(dead.items()):
+        print(f'"TaskQueues" during node-flow {shape}, per minute: ' +
+              ", ".join(f"m{m} live {fmt(lv)} dead {fmt(dd)} autovacuums {fmt(av)}"
+                        for m, lv, dd, av in rows))
+        print()
 
     for s in sorted(lat):
         L = lat[s]

@@ -13,6 +13,14 @@
 #            (loadgen spreads its connections over them), to compare with one
 #            --stats  load pg_stat_statements (a restart after pg.sh start; not the peers'
 #            exact settings) and log each node-flow shape's statements (STMT| lines)
+#            --latency  after the shapes, a paced 1-task run (starters and workers at once) at
+#            half the peak, the 1-task e2e rate of this run (or --peak R): enqueue->worker
+#            p50/p90/p99 (--latency-s S seconds of starts, default 60)
+#            --soak MIN  a paced 1-task run at 70 % of the peak for MIN minutes: the per-minute
+#            enqueue->worker p99 and last/first, with "TaskQueues" dead tuples per minute
+#            --limit  shared/bench/limit.sh on the same cluster (LIMIT_DUR s per point, default
+#            20): the one-commit-per-job queue rate, for the 1-task e2e ratio
+#            --peak R  the peak for --latency/--soak instead of this run's 1-task e2e
 #
 # Steps: build node-flow (meson, -O2, in bench/.build so it never races a `make` in build/) and
 # bench/loadgen; start the cluster with shared/bench/pg.sh (port 55433, the peers' fixed
@@ -48,6 +56,11 @@ PEERS=1
 SHAPES="1 5"
 REPLICAS=1
 STATS=0
+LATENCY=0
+LATENCY_S=60
+SOAK_MIN=0
+LIMIT=0
+PEAK=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) N=5000 ;;
@@ -60,7 +73,12 @@ while [ $# -gt 0 ]; do
     --only) SHAPES="$2"; shift ;;
     --replicas) REPLICAS="$2"; shift ;;
     --stats) STATS=1 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --latency) LATENCY=1 ;;
+    --latency-s) LATENCY_S="$2"; shift ;;
+    --soak) SOAK_MIN="$2"; shift ;;
+    --limit) LIMIT=1 ;;
+    --peak) PEAK="$2"; shift ;;
+    -h|--help) sed -n '2,/^set -e/{/^set -e/!p}' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -179,11 +197,12 @@ stop_server() {
     sed 's/^/# server log: /' | tee -a "$LOG" || true
 }
 
-run_nodeflow() { # tasks n mode [rate [replicas]]
-  local t="$1" n="$2" mode="$3" rate="${4:-0}" reps="${5:-1}" db="nfbench_$1" key="$1"
+run_nodeflow() { # tasks n mode [rate [replicas [label]]]
+  local t="$1" n="$2" mode="$3" rate="${4:-0}" reps="${5:-1}" label="${6:-}" db="nfbench_$1" key="$1"
   [ "$mode" = phased ] || key="$1 $mode"
   [ "$rate" = 0 ] || key="$key paced"
   [ "$reps" = 1 ] || key="$key x$reps"
+  [ -z "$label" ] || key="$1 $label"
   psql -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
   "$WORK/nfsrv" migrate --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$db" >/dev/null
   start_server "$db" "$reps"
@@ -192,12 +211,25 @@ run_nodeflow() { # tasks n mode [rate [replicas]]
   fi
   "$HERE/sample.sh" "$db" >"$WORK/sample-$t.txt" 2>/dev/null &
   SAMPLER_PID=$!
-  log "== node-flow $t-task workflows (N=$n, $mode$([ "$rate" = 0 ] || echo " paced") rate=$rate$([ "$reps" = 1 ] || echo " replicas=$reps")) at $SERVER_URL =="
+  log "== node-flow $t-task workflows (N=$n, $mode$([ "$rate" = 0 ] || echo " paced") rate=$rate$([ "$reps" = 1 ] || echo " replicas=$reps"))$([ -z "$label" ] || echo " [$label]") at $SERVER_URL =="
+  local dead_pid=""
+  if [ -n "$label" ]; then # per minute: the queue table's dead tuples and autovacuums
+    ( m=0; while sleep 60; do m=$((m + 1))
+        psql -At -d "$db" -c "select 'DEAD|$key|$m|' || sum(n_live_tup) || '|' || sum(n_dead_tup) || '|' || sum(autovacuum_count)
+          from pg_stat_user_tables where relname like 'TaskQueues_p%'" 2>/dev/null
+      done ) >"$WORK/dead-$t.txt" &
+    dead_pid=$!
+  fi
   NF_PID="$SERVER_PID" NF_DB="$db" "$HERE/loadgen" --server "$SERVER_URL" --n "$n" --tasks "$t" \
+    ${label:+--label "node-flow $t-task $label"} --timeout $(( rate > 0 ? n / rate + 900 : 900 )) \
     --workers "$NF_WORKERS" --batch "$NF_BATCH" --wait-ms "$NF_WAIT_MS" --concurrency "$NF_CONC" \
     --mode "$mode" --rate "$rate" --setting "$NF_SERVER_FLAGS$([ "$reps" = 1 ] || echo " x$reps replicas")" --hook "$HERE/probe.sh" 2>&1 | tee -a "$LOG" ||
     log "# loadgen failed"
   kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null || true; SAMPLER_PID=""
+  if [ -n "$dead_pid" ]; then
+    kill "$dead_pid" 2>/dev/null; wait "$dead_pid" 2>/dev/null || true
+    cat "$WORK/dead-$t.txt" >>"$LOG"
+  fi
   # What the database wrote per table (partitions folded into their parent).
   psql -At -d "$db" -c "
     select 'TABLE|$key|' || tbl || '|' || ins || '|' || upd || '|' || hot || '|' || del from (
@@ -226,6 +258,24 @@ done
 # own delay (decider + long-poll wake), not time spent behind a backlog.
 if [ "$MIXED_N" -gt 0 ]; then run_nodeflow 1 "$MIXED_N" mixed "$MIXED_RATE"; fi
 if [ "$REPLICAS" -gt 1 ]; then run_nodeflow 1 "$N" "$NF_MODE" 0 "$REPLICAS"; fi
+# The peak: this run's 1-task e2e rate (workflows/s, starts and drain), unless --peak.
+if [ "$LATENCY" = 1 ] || [ "$SOAK_MIN" -gt 0 ]; then
+  [ -n "$PEAK" ] || PEAK=$(awk -F'|' '$1 == "RESULT" && $2 == "node-flow 1-task" {print $3; exit}' "$LOG")
+  [ -n "$PEAK" ] || { echo "run.sh: --latency/--soak need the 1-task shape (--only \"1 …\") or --peak R" >&2; exit 2; }
+  log "# peak (1-task e2e): $PEAK wf/s"
+fi
+if [ "$LATENCY" = 1 ]; then
+  R=$(awk -v p="$PEAK" 'BEGIN {r = int(p / 2 + 0.5); print r < 1 ? 1 : r}')
+  run_nodeflow 1 $((R * LATENCY_S)) mixed "$R" 1 "latency at half peak"
+fi
+if [ "$SOAK_MIN" -gt 0 ]; then
+  R=$(awk -v p="$PEAK" 'BEGIN {r = int(p * 0.7 + 0.5); print r < 1 ? 1 : r}')
+  run_nodeflow 1 $((R * 60 * SOAK_MIN)) mixed "$R" 1 "soak at 70% of peak"
+fi
+if [ "$LIMIT" = 1 ]; then
+  log "== limit: shared/bench/limit.sh (LIMIT_DUR=${LIMIT_DUR:-20}) =="
+  "$SHARED/limit.sh" 2>&1 | tee -a "$LOG"
+fi
 
 # ------------------------------------------------------------------ peers
 if [ "$PEERS" = 1 ]; then

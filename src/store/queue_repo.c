@@ -25,14 +25,17 @@ resolved(struct db *db, char **json_out, struct err *e)
 }
 
 /* The ungated lease: rows that name a semaphore of their own (a workflow
- * task's override) are passed over and counted, for the gated lease. */
+ * task's override) are passed over and counted, for the gated lease.
+ *
+ * Every lease takes its row locks (FOR UPDATE SKIP LOCKED) in
+ * "nf_lease_candidates" (migration 0011), never in its own plan: in
+ * PostgreSQL 18.4 a row lock that rechecks a concurrently updated row
+ * breaks the run-time partition pruning of the same statement, and the
+ * events part of a lease prunes "WorkflowExecutions" at run time (see the
+ * migration and docs/operations.md). */
 DB_STMT(queue_lease_stmt,
-	"WITH c AS (SELECT q.\"queueName\", q.\"id\", q.\"semaphore\""
-	"   FROM \"TaskQueues\" q"
-	"   WHERE q.\"queueName\" = $1 AND q.\"leaseExpiresAt\" IS NULL"
-	"   AND q.\"taskType\" = 'SIMPLE'"
-	"   ORDER BY q.\"priority\" DESC, q.\"id\""
-	"   LIMIT $2::int FOR UPDATE SKIP LOCKED),"
+	"WITH c AS MATERIALIZED (SELECT f.\"queueName\", f.\"id\","
+	"   f.\"semaphore\" FROM \"nf_lease_candidates\"($1, NULL, $2::int) f),"
 	" l AS (UPDATE \"TaskQueues\" q SET \"leaseExpiresAt\" = now() +"
 	"   make_interval(secs => $3::float8), \"leasedBy\" = $4,"
 	"   \"leaseCount\" = q.\"leaseCount\" + 1 FROM c"
@@ -117,12 +120,9 @@ DB_STMT(queue_gate_lock_stmt,
 	" '1970-01-01 00:00:00+00'::timestamptz)"
 
 DB_STMT(queue_lease_gated_stmt,
-	"WITH c AS (SELECT q.\"queueName\", q.\"id\", q.\"priority\","
-	"   coalesce(q.\"semaphore\", $6) AS s FROM \"TaskQueues\" q"
-	"   WHERE q.\"queueName\" = $1 AND q.\"leaseExpiresAt\" IS NULL"
-	"   AND q.\"taskType\" = 'SIMPLE'"
-	"   ORDER BY q.\"priority\" DESC, q.\"id\""
-	"   LIMIT $12::int FOR UPDATE SKIP LOCKED),"
+	"WITH c AS MATERIALIZED (SELECT f.\"queueName\", f.\"id\","
+	"   f.\"priority\", coalesce(f.\"semaphore\", $6) AS s"
+	"   FROM \"nf_lease_candidates\"($1, NULL, $12::int) f),"
 	" sem AS (SELECT k.s, coalesce((SELECT p.\"permits\" FROM \"Semaphores\" p"
 	"   WHERE p.\"namespaceId\" = $5::uuid AND p.\"name\" = k.s), $7::int)"
 	"   - (SELECT count(*) FROM \"SemaphoreHolders\" h"
@@ -236,13 +236,10 @@ queue_lease_gated(struct db *db, const char *queue, const char *worker,
 }
 
 /* The system-task runner's lease: by type across every queue, over
- * "TaskQueues_system_idx" (whose predicate the WHERE repeats). */
+ * "TaskQueues_system_idx" (whose predicate the function's WHERE repeats). */
 DB_STMT(queue_lease_system_stmt,
-	"WITH c AS (SELECT q.\"queueName\", q.\"id\" FROM \"TaskQueues\" q"
-	"   WHERE q.\"taskType\" = $1 AND q.\"taskType\" <> 'SIMPLE'"
-	"   AND q.\"leaseExpiresAt\" IS NULL"
-	"   ORDER BY q.\"priority\" DESC, q.\"id\""
-	"   LIMIT $2::int FOR UPDATE SKIP LOCKED),"
+	"WITH c AS MATERIALIZED (SELECT f.\"queueName\", f.\"id\""
+	"   FROM \"nf_lease_candidates\"(NULL, $1, $2::int) f),"
 	" l AS (UPDATE \"TaskQueues\" q SET \"leaseExpiresAt\" = now() +"
 	"   make_interval(secs => $3::float8), \"leasedBy\" = $4,"
 	"   \"leaseCount\" = q.\"leaseCount\" + 1 FROM c"

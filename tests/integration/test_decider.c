@@ -25,6 +25,12 @@
  *                completion with outputParameters, retries and their
  *                delays, terminal failures, stale attempts, PAUSED and
  *                ended workflows.
+ *   lease        the lease statements take their row locks outside their
+ *                own plans (PostgreSQL 18.4 crashes a backend otherwise,
+ *                docs/operations.md), and polls racing over a queue
+ *                shorter than their batch, their rows put back and leased
+ *                again, never share a task and write one lease and one
+ *                TASK_STARTED event per task leased.
  */
 #include "harness.h"
 
@@ -90,6 +96,7 @@ TestSuite(race, .init = setup, .fini = teardown);
 TestSuite(rerun, .init = setup, .fini = teardown);
 TestSuite(identity, .init = setup, .fini = teardown);
 TestSuite(batch, .init = setup, .fini = teardown);
+TestSuite(lease, .init = setup, .fini = teardown);
 
 /* Two sequential tasks of definition "step": a reads the workflow input, b
  * reads a's output; the output reads b's. */
@@ -780,6 +787,199 @@ Test(identity, a_repeated_write_of_one_identity_is_absorbed)
 	json_decref(empty);
 	db_rollback(D);
 	eval_free(&ev);
+}
+
+/* ================================================================ lease */
+
+/* A statement of the registry, by name. */
+static struct db_stmt *
+registered(const char *name)
+{
+	db_registry_init();
+	for (size_t i = 0; i < db_registry_size(); i++)
+		if (strcmp(db_registry_at(i)->name, name) == 0)
+			return db_registry_at(i);
+	cr_assert_fail("no statement %s in the registry", name);
+	return NULL;
+}
+
+/* In PostgreSQL 18.4, a row-locking node whose recheck of a concurrently
+ * updated row runs, and which then runs out of rows, leaves the run-time
+ * partition pruning of its statement reading freed memory.  Every lease
+ * prunes "WorkflowExecutions" at run time, so none may lock in its own
+ * plan: "nf_lease_candidates" does, as a query of its own. */
+Test(lease, the_lease_statements_lock_no_rows_in_their_own_plans)
+{
+	static const char *const names[] = {
+		"queue_lease_stmt",
+		"queue_lease_gated_stmt",
+		"queue_lease_system_stmt",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		struct db_stmt *st = registered(names[i]);
+		static const char head[] =
+			"EXPLAIN (GENERIC_PLAN, FORMAT JSON) ";
+		char *text = xmalloc(sizeof(head) + strlen(st->sql));
+		memcpy(text, head, sizeof(head) - 1);
+		strcpy(text + sizeof(head) - 1, st->sql);
+		/* The simple protocol: GENERIC_PLAN takes $n without values. */
+		PGresult *r = PQexec(sql, text);
+		cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s: %s",
+			     names[i], PQerrorMessage(sql));
+		const char *plan = PQgetvalue(r, 0, 0);
+		cr_expect(strstr(plan, "\"nf_lease_candidates\"") ||
+				  strstr(plan, "\"Function Scan\""),
+			  "%s does not read nf_lease_candidates: %s", names[i],
+			  plan);
+		cr_expect_null(strstr(plan, "\"LockRows\""),
+			       "%s locks rows in its own plan: %s", names[i],
+			       plan);
+		PQclear(r);
+		free(text);
+	}
+}
+
+enum { RACE_TASKS = 40, RACE_POLLERS = 8, RACE_ROUNDS = 40 };
+
+/* The racing polls' shared view: which poller holds each task. */
+struct race {
+	const char *url;
+	char ids[RACE_TASKS][37];
+	atomic_int holder[RACE_TASKS]; /* 0: nobody, else poller + 1 */
+	atomic_long leased;
+	atomic_int shared; /* a task leased while another poller held it */
+};
+
+struct poller {
+	pthread_t t;
+	struct race *race;
+	int idx;
+	char failure[512]; /* the first failure, "" if none */
+};
+
+static int
+race_task(struct race *r, const char *id)
+{
+	for (int i = 0; i < RACE_TASKS; i++)
+		if (strcmp(r->ids[i], id) == 0)
+			return i;
+	return -1;
+}
+
+/* Leases a whole batch (more than the queue holds), marks what it got as
+ * held, then puts every row back: the rows a poll locks are, all the
+ * time, rows another poll's lease committed a moment before. */
+static void *
+poller_main(void *arg)
+{
+	struct poller *p = arg;
+	struct race *r = p->race;
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	char worker[32];
+	snprintf(worker, sizeof(worker), "racer-%d", p->idx);
+	PGconn *back = PQconnectdb(r->url);
+	if (PQstatus(back) != CONNECTION_OK ||
+	    !db_open(&db, r->url, DB_PLAIN, &e)) {
+		snprintf(p->failure, sizeof(p->failure), "connect: %s %s",
+			 PQerrorMessage(back), e.msg);
+		PQfinish(back);
+		return NULL;
+	}
+	for (int round = 0; round < RACE_ROUNDS && !p->failure[0]; round++) {
+		char *json = NULL;
+		size_t n = 0;
+		if (!queue_lease(db, QUEUE, worker, 100, 60, &json, &n, &e)) {
+			snprintf(p->failure, sizeof(p->failure),
+				 "lease in round %d: %s", round, e.msg);
+			break;
+		}
+		json_t *a = json_loads(json, 0, NULL);
+		int got[RACE_TASKS], k = 0;
+		for (size_t i = 0; i < json_array_size(a) && k < RACE_TASKS;
+		     i++) {
+			int t = race_task(r,
+					  json_string_value(json_object_get(
+						  json_array_get(a, i), "id")));
+			int none = 0;
+			if (t < 0)
+				snprintf(p->failure, sizeof(p->failure),
+					 "leased an unknown task: %s", json);
+			else if (!atomic_compare_exchange_strong(
+					 &r->holder[t], &none, p->idx + 1))
+				atomic_fetch_add(&r->shared, 1);
+			else
+				got[k++] = t;
+		}
+		atomic_fetch_add(&r->leased, (long)n);
+		json_decref(a);
+		free(json);
+		for (int i = 0; i < k; i++)
+			atomic_store(&r->holder[got[i]], 0);
+		const char *params[] = {QUEUE, worker};
+		PGresult *res = PQexecParams(
+			back,
+			"UPDATE \"TaskQueues\" SET \"leaseExpiresAt\" = NULL,"
+			" \"leasedBy\" = NULL WHERE \"queueName\" = $1"
+			" AND \"leasedBy\" = $2",
+			2, NULL, params, NULL, NULL, 0);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			snprintf(p->failure, sizeof(p->failure),
+				 "putting back in round %d: %s", round,
+				 PQerrorMessage(back));
+		PQclear(res);
+	}
+	db_close(db);
+	PQfinish(back);
+	return NULL;
+}
+
+Test(lease, polls_racing_over_a_short_queue_never_share_a_task)
+{
+	register_defs(0);
+	static struct race r;
+	memset(&r, 0, sizeof(r));
+	r.url = tdb.url;
+	for (int i = 0; i < RACE_TASKS; i++) {
+		char id[37];
+		start_exec(id);
+	}
+	while (evaluate(NULL) > 0)
+		;
+	PGresult *q = th_query(sql,
+			       "SELECT \"taskId\"::text FROM \"TaskQueues\""
+			       " WHERE \"queueName\" = 'default/step'",
+			       0, NULL);
+	cr_assert_eq(PQntuples(q), RACE_TASKS);
+	for (int i = 0; i < RACE_TASKS; i++)
+		snprintf(r.ids[i], sizeof(r.ids[i]), "%s", PQgetvalue(q, i, 0));
+	PQclear(q);
+
+	static struct poller p[RACE_POLLERS];
+	for (int i = 0; i < RACE_POLLERS; i++) {
+		p[i] = (struct poller){.race = &r, .idx = i};
+		cr_assert(pthread_create(&p[i].t, NULL, poller_main, &p[i]) ==
+			  0);
+	}
+	for (int i = 0; i < RACE_POLLERS; i++)
+		pthread_join(p[i].t, NULL);
+	for (int i = 0; i < RACE_POLLERS; i++)
+		cr_assert_str_empty(p[i].failure, "poller %d: %s", i,
+				    p[i].failure);
+	cr_assert_eq(atomic_load(&r.shared), 0,
+		     "%d tasks leased while another poll held them",
+		     atomic_load(&r.shared));
+	long leased = atomic_load(&r.leased);
+	cr_assert_gt(leased, 0);
+	/* Every lease counted on its row and told in its history. */
+	cr_assert_eq(q_int("SELECT sum(\"leaseCount\") FROM \"TaskQueues\""
+			   " WHERE \"queueName\" = $1",
+			   QUEUE),
+		     leased);
+	cr_assert_eq(q_int("SELECT count(*) FROM \"WorkflowEvents\""
+			   " WHERE \"type\" = $1",
+			   "TASK_STARTED"),
+		     leased);
 }
 
 /* =============================================================== decide */

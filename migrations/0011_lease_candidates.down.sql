@@ -1,0 +1,1 @@
+DROP FUNCTION "nf_lease_candidates"(TEXT, TEXT, INTEGER);
