@@ -129,12 +129,7 @@ task_op(const char *op, const char *queue, const char *task_id,
 	char body[256];
 	snprintf(body, sizeof(body), "{\"workerId\":\"%s\",\"output\":{}}",
 		 worker);
-	struct th_response r;
-	th_http(e2e_server(), "POST", path, body, strlen(body), &r);
-	snprintf(e2e_last_body, sizeof(e2e_last_body), "%s", r.body);
-	long status = r.status;
-	th_response_free(&r);
-	return status;
+	return e2e_send("POST", path, body);
 }
 
 static char *
