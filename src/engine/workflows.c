@@ -2,6 +2,7 @@
 
 #include "engine/decide_loop.h"
 #include "engine/defcache.h"
+#include "engine/start_group.h"
 #include "store/executions_repo.h"
 #include "util/json.h"
 
@@ -57,7 +58,7 @@ workflow_start(struct db *db, const char *ns_id, const struct start_request *r,
 					  ? "ALERT_ONLY"
 					  : "TIME_OUT_WF",
 	};
-	bool ok = exec_start(db, &s, id_out, created, e);
+	bool ok = start_group_write(db, &s, id_out, created, e);
 	free(input_text);
 	free(vars_text);
 	defcache_release(&def);

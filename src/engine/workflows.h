@@ -2,7 +2,8 @@
  * workflows — starting a workflow: find its definition, fill its input
  * from the definition's inputTemplate, write the execution (store's
  * exec_start: one transaction with its idempotency key, first evaluation
- * and first event), and wake this process's decider.
+ * and first event; under concurrency written together with other starts,
+ * engine/start_group.h), and wake this process's decider.
  *
  * Idempotency: with a key, a second start of the same key in the namespace
  * writes nothing; IDEMPOTENCY_RETURN_EXISTING answers with the existing

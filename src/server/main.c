@@ -23,6 +23,7 @@
 #include "engine/payloads.h"
 #include "engine/queue_signal.h"
 #include "engine/relay.h"
+#include "engine/start_group.h"
 #include "engine/sweeper.h"
 #include "engine/systasks.h"
 #include "engine/timers.h"
@@ -444,6 +445,7 @@ cmd_serve(struct command_line *cl)
 	workers_set_semaphore_default_permits(
 		(int)cfg->semaphore_default_permits);
 	if (has_role(cfg->roles, "api")) {
+		start_group_init();
 		struct http_server_opts o = {
 			.listen = cfg->listen,
 			.threads = (int)cfg->http_threads,

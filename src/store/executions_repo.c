@@ -3,6 +3,7 @@
 #include "store/payload_repo.h"
 #include "store/sql.h"
 #include "store/sqlfrag.h"
+#include "util/json.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
 
@@ -50,9 +51,141 @@ DB_STMT(exec_start_stmt,
 	"   $12::bigint, 'policy', $13::text) FROM w WHERE $12::bigint > 0)"
 	" SELECT \"id\"::text FROM w");
 
+/*
+ * Many starts in one statement, so one commit for them all (the group
+ * commit of engine/start_group.h).  $1 is a JSON array with one object per
+ * start (exec_start_many builds it): each row does what exec_start_stmt
+ * does for one.  Two starts of the batch with the same idempotency key: the
+ * first in the array takes it (ON CONFLICT DO NOTHING skips a row that
+ * conflicts with one the same statement inserted), the other is not
+ * written.  The answer: the array positions written, with their ids.
+ */
+DB_STMT(exec_start_many_stmt,
+	"WITH src AS MATERIALIZED (SELECT r.\"ord\", uuidv7() AS \"id\","
+	"   now() AS \"at\", r.\"e\", (r.\"e\"->>'ns')::uuid AS \"ns\""
+	"   FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY"
+	"   AS r(\"e\", \"ord\")),"
+	" k AS (INSERT INTO \"IdempotencyKeys\""
+	"   (\"namespaceId\", \"key\", \"workflowId\", \"startedAt\")"
+	"   SELECT \"ns\", \"e\"->>'key', \"id\", \"at\" FROM src"
+	"   WHERE \"e\" ? 'key' ORDER BY \"ord\""
+	"   ON CONFLICT DO NOTHING RETURNING \"workflowId\"),"
+	" go AS MATERIALIZED (SELECT * FROM src WHERE NOT \"e\" ? 'key'"
+	"   OR \"id\" IN (SELECT \"workflowId\" FROM k)),"
+	" w AS (INSERT INTO \"WorkflowExecutions\" (\"id\", \"namespaceId\","
+	"   \"defName\", \"defVersion\", \"definition\", \"status\", \"input\","
+	"   \"variables\", \"correlationId\", \"idempotencyKey\", \"priority\","
+	"   \"parentWorkflowId\", \"parentTaskId\", \"eventSeq\", \"startedAt\","
+	"   \"updatedAt\", \"inputRef\")"
+	"   SELECT \"id\", \"ns\", \"e\"->>'name', (\"e\"->>'version')::int,"
+	"   \"e\"->'definition', 'RUNNING', \"e\"->'input', \"e\"->'variables',"
+	"   \"e\"->>'correlationId', \"e\"->>'key', (\"e\"->>'priority')::int,"
+	"   (\"e\"->>'parentWorkflowId')::uuid, (\"e\"->>'parentTaskId')::uuid,"
+	"   1, \"at\", \"at\", \"e\"->>'inputRef' FROM go ORDER BY \"ord\""
+	"   RETURNING \"id\", \"namespaceId\", \"startedAt\"),"
+	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
+	"   \"reason\") SELECT \"id\", \"namespaceId\", 'start' FROM w),"
+	" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
+	"   \"seq\", \"type\", \"data\", \"at\")"
+	"   SELECT go.\"id\", go.\"ns\", 1, 'WORKFLOW_STARTED',"
+	"   jsonb_build_object('name', go.\"e\"->>'name', 'version',"
+	"   (go.\"e\"->>'version')::int, 'correlationId',"
+	"   go.\"e\"->>'correlationId'), w.\"startedAt\""
+	"   FROM w JOIN go ON go.\"id\" = w.\"id\"),"
+	" tm AS (INSERT INTO \"Timers\" (\"namespaceId\", \"workflowId\","
+	"   \"kind\", \"fireAt\", \"payload\")"
+	"   SELECT go.\"ns\", go.\"id\", 'workflowTimeout', w.\"startedAt\" +"
+	"   make_interval(secs => (go.\"e\"->>'timeout')::bigint),"
+	"   jsonb_build_object('seconds', (go.\"e\"->>'timeout')::bigint,"
+	"   'policy', go.\"e\"->>'policy')"
+	"   FROM w JOIN go ON go.\"id\" = w.\"id\""
+	"   WHERE (go.\"e\"->>'timeout')::bigint > 0)"
+	" SELECT \"ord\"::int, \"id\"::text FROM go");
+
+/* A JSON string member (the key and its value through the jsonb funnel),
+ * or nothing when value is NULL. */
+static void
+put_str(struct strbuf *sb, const char *key, const char *value)
+{
+	if (!value)
+		return;
+	json_t *v = json_string(value);
+	char *text = v ? json_db_text(v) : NULL;
+	json_decref(v);
+	if (!text) /* not UTF-8: impossible after the request's checks */
+		return;
+	sb_printf(sb, ",\"%s\":%s", key, text);
+	free(text);
+}
+
+bool
+exec_start_many(struct db *db, const struct exec_start *const *s, size_t n,
+		struct exec_started *out, struct err *e)
+{
+	struct strbuf sb = STRBUF_INIT;
+	sb_putc(&sb, '[');
+	for (size_t i = 0; i < n; i++) {
+		const struct exec_start *x = s[i];
+		sb_printf(&sb,
+			  "%s{\"ns\":\"%s\",\"version\":%d,\"priority\":%d,"
+			  "\"timeout\":%" PRId64 ",\"input\":%s,"
+			  "\"variables\":%s",
+			  i ? "," : "", x->ns_id, x->def_version, x->priority,
+			  x->timeout_seconds, x->input, x->variables);
+		if (x->definition)
+			sb_printf(&sb, ",\"definition\":%s", x->definition);
+		put_str(&sb, "name", x->def_name);
+		put_str(&sb, "policy", x->timeout_policy);
+		put_str(&sb, "correlationId", x->correlation_id);
+		put_str(&sb, "key", x->idempotency_key);
+		put_str(&sb, "parentWorkflowId", x->parent_workflow_id);
+		put_str(&sb, "parentTaskId", x->parent_task_id);
+		put_str(&sb, "inputRef", x->input_ref);
+		sb_putc(&sb, '}');
+		out[i] = (struct exec_started){"", false};
+	}
+	sb_putc(&sb, ']');
+	const char *params[] = {sb_str(&sb)};
+	PGresult *res = db_exec(db, &exec_start_many_stmt, 1, params, e);
+	sb_free(&sb);
+	if (!res)
+		return false;
+	for (int r = 0; r < PQntuples(res); r++) {
+		long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
+		if (ord < 1 || (size_t)ord > n)
+			continue;
+		out[ord - 1].created = true;
+		snprintf(out[ord - 1].id, sizeof(out[ord - 1].id), "%s",
+			 PQgetvalue(res, r, 1));
+	}
+	PQclear(res);
+	return true;
+}
+
 DB_STMT(exec_idempotent_existing,
 	"SELECT \"workflowId\"::text FROM \"IdempotencyKeys\""
 	" WHERE \"namespaceId\" = $1::uuid AND \"key\" = $2");
+
+bool
+exec_start_existing(struct db *db, const struct exec_start *s, char id_out[37],
+		    struct err *e)
+{
+	/* A new statement sees the committed owner. */
+	const char *params[] = {s->ns_id, s->idempotency_key};
+	PGresult *res = db_exec(db, &exec_idempotent_existing, 2, params, e);
+	if (!res)
+		return false;
+	bool found = PQntuples(res) == 1;
+	if (found)
+		snprintf(id_out, 37, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	if (!found)
+		err_set(e, ERR_CONFLICT,
+			"idempotency key \"%.80s\" is being used by a start that "
+			"has not finished",
+			s->idempotency_key);
+	return found;
+}
 
 bool
 exec_start(struct db *db, const struct exec_start *s, char id_out[37],
@@ -65,8 +198,9 @@ exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 	/* A large input goes to the payload store; too large a one is
 	 * refused before anything is written. */
 	char *stored = NULL;
-	char ref[48];
-	if (!payload_offload(db, s->ns_id, "workflow input", s->input,
+	char ref[48] = "";
+	if (!s->input_ref &&
+	    !payload_offload(db, s->ns_id, "workflow input", s->input,
 			     strlen(s->input), &stored, ref, e))
 		return false;
 	const char *params[] = {
@@ -83,7 +217,9 @@ exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 		s->parent_task_id,
 		timeout,
 		s->timeout_policy,
-		ref[0] ? ref : NULL,
+		s->input_ref ? s->input_ref
+		: ref[0]     ? ref
+			     : NULL,
 	};
 	PGresult *res = db_exec(db, &exec_start_stmt, 14, params, e);
 	free(stored);
@@ -93,23 +229,7 @@ exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 	if (*created)
 		snprintf(id_out, 37, "%s", PQgetvalue(res, 0, 0));
 	PQclear(res);
-	if (*created)
-		return true;
-	/* The key existed: a new statement sees the committed owner. */
-	const char *kparams[] = {s->ns_id, s->idempotency_key};
-	res = db_exec(db, &exec_idempotent_existing, 2, kparams, e);
-	if (!res)
-		return false;
-	bool found = PQntuples(res) == 1;
-	if (found)
-		snprintf(id_out, 37, "%s", PQgetvalue(res, 0, 0));
-	PQclear(res);
-	if (!found)
-		err_set(e, ERR_CONFLICT,
-			"idempotency key \"%.80s\" is being used by a start that "
-			"has not finished",
-			s->idempotency_key);
-	return found;
+	return *created || exec_start_existing(db, s, id_out, e);
 }
 
 #define TASK_JSON(t)                                                           \
@@ -325,8 +445,7 @@ exec_events_json(struct db *db, const char *ns_id, const char *id,
 }
 
 struct db_stmt *const executions_repo_stmts[] = {
-	&exec_start_stmt,       &exec_idempotent_existing,
-	&exec_get_stmt,         &exec_list_stmt,
-	&exec_list_status_stmt, &exec_custom_plans,
-	&exec_events_stmt,      NULL,
+	&exec_start_stmt,   &exec_start_many_stmt, &exec_idempotent_existing,
+	&exec_get_stmt,     &exec_list_stmt,       &exec_list_status_stmt,
+	&exec_custom_plans, &exec_events_stmt,     NULL,
 };

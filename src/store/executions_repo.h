@@ -16,6 +16,7 @@
 #include "util/err.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct db;
@@ -36,6 +37,9 @@ struct exec_start {
 	 * (TIME_OUT_WF or ALERT_ONLY): a workflowTimeout timer. */
 	int64_t timeout_seconds;
 	const char *timeout_policy;
+	/* Set when input is already the payload store's placeholder for an
+	 * offloaded input (payload_offload), this being its reference. */
+	const char *input_ref;
 };
 
 /*
@@ -48,6 +52,26 @@ struct exec_start {
  */
 bool exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 		bool *created, struct err *e);
+
+/*
+ * Many starts written by one statement, as exec_start writes one (their
+ * inputs already through payload_offload: this writes no payload).
+ * out[i] tells whether s[i] was written and its id; one not written had
+ * its idempotency key taken, by an earlier start or by an earlier one of
+ * s[] (the first of two with the same key takes it): exec_start_existing
+ * names the owner.  Fails as a whole, writing nothing.
+ */
+struct exec_started {
+	char id[37];
+	bool created;
+};
+bool exec_start_many(struct db *db, const struct exec_start *const *s, size_t n,
+		     struct exec_started *out, struct err *e);
+
+/* The execution that holds s's idempotency key, committed (ERR_CONFLICT
+ * when the start that took it has not committed yet). */
+bool exec_start_existing(struct db *db, const struct exec_start *s,
+			 char id_out[37], struct err *e);
 
 /* The execution as JSON (with "tasks" when include_tasks). */
 bool exec_get_json(struct db *db, const char *ns_id, const char *id,

@@ -257,6 +257,27 @@ e2e_send(const char *method, const char *path, const char *body)
 	return status;
 }
 
+long long
+e2e_metric(const char *name)
+{
+	struct th_response r;
+	th_http(e2e_server(), "GET", "/metrics", NULL, 0, &r);
+	cr_assert_eq(r.status, 200, "GET /metrics: %ld", r.status);
+	long long v = -1;
+	size_t len = strlen(name);
+	for (const char *line = r.body; line && *line;) {
+		if (strncmp(line, name, len) == 0 && line[len] == ' ') {
+			v = atoll(line + len + 1);
+			break;
+		}
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	th_response_free(&r);
+	return v;
+}
+
 const char *
 e2e_str_at(const json_t *obj, const char *key)
 {

@@ -73,6 +73,10 @@ void e2e_call_ok(const char *method, const char *path, const char *body,
 /* Sends a request and returns its status, asserting nothing else. */
 long e2e_send(const char *method, const char *path, const char *body);
 
+/* The value of the unlabelled metric name in GET /metrics, or -1 when
+ * the server shows none. */
+long long e2e_metric(const char *name);
+
 /* obj's string member key (borrowed); fails the test when it is not one. */
 const char *e2e_str_at(const json_t *obj, const char *key);
 /* Whether err (an "error" object) has a detail at path. */

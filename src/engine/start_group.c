@@ -1,0 +1,164 @@
+#include "engine/start_group.h"
+
+#include "runtime/log.h"
+#include "runtime/metrics.h"
+#include "store/executions_repo.h"
+#include "store/payload_repo.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A caller's start, queued until a leader writes it. */
+struct job {
+	const struct exec_start *s;
+	struct job *next;
+	bool done;
+	/* How it went, once done: */
+	bool alone;   /* its group's statement failed: its caller writes it */
+	bool written; /* written alone by the leader: ok, err, id, created */
+	bool ok;
+	struct err err;
+	struct exec_started out;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static struct job *head, **tail = &head; /* waiting, oldest first */
+static bool writing;                     /* a leader is writing a group */
+
+static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
+static struct metric *m_writes, *m_starts, *m_waiting;
+
+static void
+register_metrics(void)
+{
+	m_writes = metric_register(
+		METRIC_COUNTER, "nodeflow_start_writes_total", "",
+		"Statements that wrote workflow starts (one per group).");
+	m_starts = metric_register(METRIC_COUNTER,
+				   "nodeflow_start_writes_starts_total", "",
+				   "Workflow starts those statements wrote.");
+	m_waiting = metric_register(
+		METRIC_GAUGE, "nodeflow_start_group_waiting", "",
+		"Workflow starts waiting for the write in progress to end.");
+}
+
+/*
+ * Called with the lock held and no write in progress: takes the oldest
+ * waiting starts, writes them with db (the lock released meanwhile, so the
+ * next ones queue), marks them done and wakes their callers.  Returns with
+ * the lock held.
+ */
+static void
+lead(struct db *db)
+{
+	struct job *batch[START_GROUP_MAX];
+	const struct exec_start *s[START_GROUP_MAX];
+	size_t n = 0;
+	while (head && n < START_GROUP_MAX) {
+		batch[n] = head;
+		s[n++] = head->s;
+		head = head->next;
+	}
+	if (!head)
+		tail = &head;
+	metric_add(m_waiting, -(long long)n);
+	writing = true;
+	pthread_mutex_unlock(&lock);
+
+	struct exec_started out[START_GROUP_MAX];
+	bool ok;
+	if (n == 1) { /* alone: the single statement, as with no group */
+		struct job *j = batch[0];
+		j->err = (struct err)ERR_INIT;
+		j->ok = exec_start(db, s[0], j->out.id, &j->out.created,
+				   &j->err);
+		j->written = true;
+		ok = j->ok;
+	} else {
+		struct err e = ERR_INIT;
+		ok = exec_start_many(db, s, n, out, &e);
+		if (!ok)
+			log_warn("start",
+				 "a group of %zu starts was refused (%s): "
+				 "each is written alone",
+				 n, e.msg);
+	}
+	metric_add(m_writes, 1);
+	if (ok)
+		metric_add(m_starts, (long long)n);
+
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = batch[i];
+		if (n > 1) {
+			j->alone = !ok;
+			if (ok)
+				j->out = out[i];
+		}
+		j->done = true;
+	}
+	writing = false;
+	pthread_cond_broadcast(&cond);
+}
+
+void
+start_group_init(void)
+{
+	pthread_once(&metrics_once, register_metrics);
+}
+
+bool
+start_group_write(struct db *db, const struct exec_start *s, char id_out[37],
+		  bool *created, struct err *e)
+{
+	start_group_init();
+	/* A large input goes to the payload store first, on this caller's
+	 * connection; too large a one is refused before anything waits. */
+	struct exec_start x = *s;
+	char *stored = NULL;
+	char ref[48] = "";
+	if (!x.input_ref) {
+		if (!payload_offload(db, x.ns_id, "workflow input", x.input,
+				     strlen(x.input), &stored, ref, e))
+			return false;
+		if (stored) {
+			x.input = stored;
+			x.input_ref = ref;
+		}
+	}
+
+	struct job j = {.s = &x};
+	pthread_mutex_lock(&lock);
+	*tail = &j;
+	tail = &j.next;
+	metric_add(m_waiting, 1);
+	while (!j.done) {
+		if (writing)
+			pthread_cond_wait(&cond, &lock);
+		else
+			lead(db);
+	}
+	pthread_mutex_unlock(&lock);
+
+	bool ok;
+	if (j.alone) {
+		ok = exec_start(db, &x, id_out, created, e);
+	} else if (j.written) {
+		ok = j.ok;
+		if (ok) {
+			*created = j.out.created;
+			memcpy(id_out, j.out.id, sizeof(j.out.id));
+		} else {
+			*e = j.err;
+		}
+	} else {
+		*created = j.out.created;
+		if (*created)
+			memcpy(id_out, j.out.id, sizeof(j.out.id));
+		ok = *created || exec_start_existing(db, &x, id_out, e);
+	}
+	free(stored);
+	return ok;
+}

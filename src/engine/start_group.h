@@ -1,0 +1,42 @@
+/*
+ * start_group — the group commit of workflow starts.
+ *
+ * A start alone is one statement and one commit for a few rows (store's
+ * exec_start), and the statement's planning, execution and commit cost
+ * PostgreSQL more than the rows do.  So starts that arrive while another
+ * is being written wait for it, then are written together, in one
+ * statement (exec_start_many), by one of them: the first caller to find no
+ * write in progress leads, takes every start waiting (at most
+ * START_GROUP_MAX), writes them on its own connection and answers each.
+ * With no concurrency a start is written alone at once; under load the
+ * groups grow with the callers waiting, and the cost per start falls as
+ * the load rises.
+ *
+ * Threads: any; a caller blocks until its start is written, as it would on
+ * its own statement.  Ownership: s is borrowed until the call returns.
+ * Failure: false with e set.  When a group's statement fails, each of its
+ * starts is written again alone by its own caller, so one refused start
+ * (or one broken connection) fails only its own request.
+ */
+#ifndef NF_ENGINE_START_GROUP_H
+#define NF_ENGINE_START_GROUP_H
+
+#include "util/err.h"
+
+#include <stdbool.h>
+
+struct db;
+struct exec_start;
+
+enum { START_GROUP_MAX = 64 };
+
+/* Registers the group's metrics (the first write does it otherwise). */
+void start_group_init(void);
+
+/* Writes s (store's exec_start contract: *created false and id_out the
+ * owner's id when its idempotency key was taken) using db, the caller's
+ * connection, for whatever it writes itself. */
+bool start_group_write(struct db *db, const struct exec_start *s,
+		       char id_out[37], bool *created, struct err *e);
+
+#endif
