@@ -42,7 +42,7 @@
 
 /* The binary's migrations: update with each new one. */
 #define KNOWN_MIGRATIONS 11
-#define LATEST_MIGRATION "0011_lease_candidates"
+#define LATEST_MIGRATION "0012_execution_fillfactor"
 
 extern char **environ;
 

@@ -1233,3 +1233,110 @@ Test(partitions, task_logs_are_rolled_recovered_and_expired)
 	PQfinish(c);
 	th_db_drop(&d);
 }
+
+/* A partition's storage parameters, comma-separated ("" for none). */
+static char *
+options_of(PGconn *c, const char *name)
+{
+	const char *params[] = {name};
+	return th_value(
+		c,
+		"SELECT coalesce(array_to_string(c.\"reloptions\", ','),"
+		" '') FROM \"pg_catalog\".\"pg_class\" c"
+		" WHERE c.\"relname\" = $1",
+		1, params);
+}
+
+/*
+ * Every partition of "WorkflowExecutions" keeps a fifth of each page free
+ * (fillfactor 80, migration 0012), whether the manager made it ahead or
+ * recovered it from a populated DEFAULT, so an update that changes no
+ * indexed column (an evaluation's "version" and "eventSeq") finds room on
+ * its row's page even when the page was filled by inserts: it is HOT, and
+ * adds nothing to the table's indexes.  Other tables' new partitions take
+ * no storage parameters.
+ */
+Test(partitions, execution_partitions_keep_room_for_hot_updates)
+{
+	struct th_db d;
+	th_db_clone(&d);
+	PGconn *c = th_connect(d.url);
+	struct db *db = open_db(d.url);
+
+	int64_t now = db_now(c);
+	int64_t m0 = partition_period_start(PERIOD_MONTH, now);
+	int64_t m7 = partition_period_add(PERIOD_MONTH, m0, 7);
+	int64_t h0 = partition_period_start(PERIOD_HOUR, now);
+	insert_at(c, "WorkflowExecutions", m7 + 3600, 0); /* in DEFAULT */
+	struct partition_table tables[] = {
+		{"WorkflowExecutions", PERIOD_MONTH, 7, 12},
+		{"Timers", PERIOD_HOUR, 30, 48},
+	};
+	struct partition_report r;
+	ensure(db, tables, 2, now, &r);
+	cr_assert_eq(r.rows_moved, 1, "the row in DEFAULT was not moved");
+	partition_report_free(&r);
+
+	PGresult *all = th_query(
+		c,
+		"SELECT c.\"relname\"::text, coalesce(array_to_string("
+		" c.\"reloptions\", ','), '')"
+		" FROM \"pg_catalog\".\"pg_inherits\" i"
+		" JOIN \"pg_catalog\".\"pg_class\" c ON c.\"oid\" = i.\"inhrelid\""
+		" WHERE i.\"inhparent\" = to_regclass('\"WorkflowExecutions\"')",
+		0, NULL);
+	cr_assert_geq(PQntuples(all), 9, "DEFAULT and months 0..7");
+	for (int i = 0; i < PQntuples(all); i++)
+		cr_assert_str_eq(PQgetvalue(all, i, 1), "fillfactor=80",
+				 "partition %s", PQgetvalue(all, i, 0));
+	PQclear(all);
+	char *ti = part_name(c, "Timers", PERIOD_HOUR,
+			     partition_period_add(PERIOD_HOUR, h0, 30));
+	char *ti_opts = options_of(c, ti);
+	cr_assert_str_eq(ti_opts, "", "%s has %s", ti, ti_opts);
+
+	/* A partition's first page filled by inserts, then its first row's
+	 * evaluation. */
+	char *ex = part_name(c, "WorkflowExecutions", PERIOD_MONTH, m7);
+	char t[24];
+	epoch_text(m7 + 7200, t);
+	const char *params[] = {t};
+	PQclear(th_query(
+		c,
+		"INSERT INTO \"WorkflowExecutions\" (\"namespaceId\","
+		" \"defName\", \"defVersion\", \"input\", \"startedAt\")"
+		" SELECT uuidv7(), 'hot-test', 1,"
+		" jsonb_build_object('n', g, 'pad', repeat('x', 100)),"
+		" to_timestamp($1::bigint) + g * interval '1 second'"
+		" FROM generate_series(1, 200) g",
+		1, params));
+	char q[512];
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM \"%s\" WHERE (\"ctid\"::text::point)[0]"
+		 " = 0",
+		 ex);
+	cr_assert_gt(th_int(c, q, 0, NULL), 10, "the first page holds rows");
+	th_exec(c, "BEGIN");
+	snprintf(
+		q, sizeof(q),
+		"UPDATE \"WorkflowExecutions\" SET \"version\" = \"version\""
+		" + 1, \"eventSeq\" = \"eventSeq\" + 1, \"updatedAt\" = now()"
+		" WHERE (\"id\", \"startedAt\") = (SELECT \"id\", \"startedAt\""
+		" FROM \"%s\" WHERE \"defName\" = 'hot-test'"
+		" AND (\"ctid\"::text::point)[0] = 0 LIMIT 1)",
+		ex);
+	th_exec(c, q);
+	snprintf(
+		q, sizeof(q),
+		"SELECT pg_stat_get_xact_tuples_hot_updated('\"%s\"'::regclass)",
+		ex);
+	cr_assert_eq(th_int(c, q, 0, NULL), 1, "the update was not HOT");
+	th_exec(c, "COMMIT");
+
+	free(ex);
+	free(ti);
+	free(ti_opts);
+	db_close(db);
+	PQfinish(c);
+	th_db_drop(&d);
+}
