@@ -66,9 +66,11 @@ export function query(params) {
  * reconnects with Last-Event-ID (backing off to 10 s, the banner showing
  * meanwhile); when it answers anything else (the stream is not available
  * on this server), fallback() is called once and the stream stops.
+ * onOpen() (optional) is called each time the server has answered with a
+ * stream: it has then chosen where the stream starts.
  * Returns {close()}.
  */
-export function stream(url, { onEvent, fallback, lastId = null, key = url }) {
+export function stream(url, { onEvent, fallback, onOpen, lastId = null, key = url }) {
   let closed = false, controller = null, delay = 500, lastEventId = lastId, timer = null;
   async function connect() {
     if (closed) return;
@@ -87,6 +89,7 @@ export function stream(url, { onEvent, fallback, lastId = null, key = url }) {
       }
       connection(key, true);
       delay = 500;
+      if (onOpen) onOpen();
       const reader = res.body.getReader();
       const dec = new TextDecoder();
       let buf = '';

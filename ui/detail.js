@@ -326,6 +326,10 @@ export async function detailPage(view, { parts, params }) {
       if (!r.events || r.events.length < 1000) break;
     }
     renderHistory(backlog);
+    // The execution was read before its history: what the history has
+    // beyond it (the workflow may even have ended meanwhile, and then no
+    // live event will come to say so) needs another read.
+    if (backlog.length) soon();
   } catch (e) { historyList.append(h('li', {}, errorBox(e))); }
 
   let live = stream(nsPath(`workflows/${encodeURIComponent(id)}/events`), {

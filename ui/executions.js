@@ -142,7 +142,6 @@ export async function executionsPage(view, { params }) {
     }
   }
   more.addEventListener('click', () => load(false));
-  await load(true);
 
   function matches(wf) {
     if (statusSet && !statusSet.has(wf.status)) return false;
@@ -151,14 +150,26 @@ export async function executionsPage(view, { params }) {
     if (f.startedBefore || f.q) return false; // a fixed window or a search: no live arrivals
     return !newest || wf.startedAt > newest || (wf.startedAt === newest && !rows.has(wf.id));
   }
+  function arrived(wf) {
+    if (!update(wf) && matches(wf)) { note(wf.id); showPending(); }
+  }
+  // The stream opens first and the list is read once the server has chosen
+  // where the stream starts: a workflow started in between is then in the
+  // list or in the stream (the stream's changes that came before the list
+  // wait for it), never in neither.  A stream that cannot open holds the
+  // list back at most 3 s.
+  let listed = false, opened;
+  const early = [], open = new Promise((r) => { opened = r; });
   let live = stream(nsPath('events'), {
     key: 'ns-stream',
+    onOpen() { opened(); },
     onEvent(ev) {
       if (ev.event !== 'workflow') return;
       const wf = JSON.parse(ev.data);
-      if (!update(wf) && matches(wf)) { note(wf.id); showPending(); }
+      if (listed) arrived(wf); else early.push(wf);
     },
     fallback() {
+      opened();
       live = poller(async () => {
         const r = await get('workflows' + args({}));
         for (const wf of r.items) {
@@ -168,5 +179,9 @@ export async function executionsPage(view, { params }) {
       }, 5000, 'ns-poll');
     },
   });
+  await Promise.race([open, new Promise((r) => setTimeout(r, 3000))]);
+  await load(true);
+  listed = true;
+  for (const wf of early.splice(0)) arrived(wf);
   return () => live.close();
 }

@@ -468,7 +468,7 @@ Test(ui, browser_list)
 
 Test(ui, browser_live)
 {
-	const char *s[] = {"live", NULL};
+	const char *s[] = {"live", "between", NULL};
 	browser(s);
 }
 
@@ -486,7 +486,7 @@ Test(ui, browser_actions)
 
 Test(ui, browser_bounded)
 {
-	const char *s[] = {"bounded", NULL};
+	const char *s[] = {"ended", "bounded", NULL};
 	browser(s);
 }
 

@@ -6,11 +6,13 @@
 //
 // Scenarios: list (open, filter, back button, search), live (a running
 // workflow's graph and history change without a reload when its task is
-// completed through the API; its attempt's log lines shown), retry (a failed workflow retried from the
+// completed through the API; its attempt's log lines shown), between (a
+// workflow started while the list opens is listed), retry (a failed workflow retried from the
 // page), subflow (links from a parent to its child and back), definitions
 // (the server's validation errors shown at their JSON path), sse (the
 // live streams as server-sent events, reconnecting), reconnect (a lost
-// connection shows the banner, then resumes with Last-Event-ID), bounded
+// connection shows the banner, then resumes with Last-Event-ID), ended (a
+// workflow that ends while its page loads is shown ended), bounded
 // (a long loop watched live: the history and attempts drawn stay capped), pages (every
 // page renders; with NODEFLOW_UI_SCREENSHOTS=DIR each is saved there as a
 // PNG, the pictures of docs/ui.md), big (the first page of a list of
@@ -269,6 +271,27 @@ const scenarios = {
     await until('the graph', async () => /st-COMPLETED/.test(await page.locator('#graph g.node[data-ref="meet"]').getAttribute('class')));
   },
 
+  // A workflow that ends while the page loads: the page read it running,
+  // then its history (held here until the workflow has ended) holds the
+  // end, and the live stream has nothing more to tell.  The page still
+  // shows how it ended.
+  async ended(page) {
+    const id = await start('ui_gate', { kind: 'fast' });
+    let held = false;
+    await page.route(new RegExp(`/v1/ns/default/workflows/${id}/events\\?`), async (route) => {
+      if (!held) {
+        held = true;
+        await api('POST', `/workflows/${id}/tasks/gate/complete`, { output: { ok: true } }, 200);
+        await until('the workflow to end', async () => (await api('GET', `/workflows/${id}`)).status === 'COMPLETED');
+      }
+      return route.continue();
+    });
+    await page.goto(`${BASE}/#/executions/${id}?ns=default`);
+    await until('WORKFLOW_COMPLETED in the history', async () => /WORKFLOW_COMPLETED/.test(await page.locator('#history-list').innerText()));
+    assert.ok(held, 'the history was not read');
+    await until('the page to show it ended', async () => /COMPLETED/.test(await page.locator('h1 .badge').innerText()));
+  },
+
   // What a page keeps stays bounded however much streams in: a loop of
   // 300 iterations (its history over the 500 events kept, its looped task
   // with 300 attempts) watched live, its task chosen.  The counts are of
@@ -283,7 +306,12 @@ const scenarios = {
     });
     const id = await start('ui_loop');
     await page.goto(`${BASE}/#/executions/${id}?ns=default&task=tick`);
-    await until('the loop to end in the page', async () => /COMPLETED/.test(await page.locator('h1 .badge').innerText()), 120000);
+    try {
+      await until('the loop to end in the page', async () => /COMPLETED/.test(await page.locator('h1 .badge').innerText()), 120000);
+    } catch (e) {
+      const w = await api('GET', `/workflows/${id}`);
+      throw new Error(`${e.message}: the page shows ${await page.locator('h1 .badge').innerText()}, the API ${w.status} (${id}); toasts: ${await page.locator('#toasts').innerText()}; newest history line: ${await page.locator('#history-list li').first().innerText()}; events: ${(await api('GET', `/workflows/${id}/events?limit=1000`)).events.length}`);
+    }
     await until('WORKFLOW_COMPLETED in the history', async () => /WORKFLOW_COMPLETED/.test(await page.locator('#history-list').innerText()), 60000);
     const { events } = await api('GET', `/workflows/${id}/events?limit=1000`);
     assert.ok(events.length > 500, `only ${events.length} events`);
@@ -297,6 +325,22 @@ const scenarios = {
     await until('the attempts drawn', async () => (await page.locator('#task-panel .attempt').count()) === 20);
     assert.match(await page.locator('#attempts-info').innerText(), /latest 20 of 300 attempts/);
     assert.ok(await page.locator('#timeline .tl-row').count() <= 300);
+  },
+
+  // A workflow started while the list page opens, after the server chose
+  // where the page's live stream starts (held here until it has started):
+  // the page reads the list after that, so the workflow is in it.
+  async between(page) {
+    let started = null;
+    await page.route(/\/v1\/ns\/default\/events$/, async (route) => {
+      const req = route.request();
+      if (!started && (req.headers()['accept'] || '').includes('text/event-stream'))
+        started = await start('ui_job', { n: 20 });
+      return route.continue();
+    });
+    await page.goto(`${BASE}/#/executions?ns=default&status=ALL&name=ui_job`);
+    await until('the stream asked for', async () => started);
+    await page.locator(`#executions tr[data-id="${started}"]`).waitFor();
   },
 
   async definitions(page) {
@@ -444,6 +488,10 @@ try {
     page.setDefaultTimeout(WAIT);
     const errors = [];
     page.on('pageerror', e => errors.push(e.message));
+    const pending = new Map();
+    page.on('request', r => pending.set(r, Date.now()));
+    page.on('requestfinished', r => pending.delete(r));
+    page.on('requestfailed', r => pending.delete(r));
     const t0 = Date.now();
     try {
       await scenarios[name](page, s);
@@ -453,6 +501,7 @@ try {
     } catch (e) {
       failed++;
       console.log(`FAIL ${name}: ${e.stack || e}`);
+      for (const [r, t] of pending) console.log(`  pending for ${Date.now() - t} ms: ${r.method()} ${r.url()}`);
       if (SHOTS) await page.screenshot({ path: join(SHOTS, `failed-${name}.png`) }).catch(() => {});
     }
     await ctx.close();
