@@ -61,6 +61,7 @@ TestSuite(lifecycle, .fini = e2e_stop);
 TestSuite(retries, .fini = e2e_stop);
 TestSuite(workers, .fini = e2e_stop);
 TestSuite(idempotency, .fini = e2e_stop);
+TestSuite(starts, .fini = e2e_stop);
 TestSuite(listing, .fini = e2e_stop);
 TestSuite(leases, .fini = e2e_stop);
 TestSuite(errors, .fini = e2e_stop);
