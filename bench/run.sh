@@ -84,7 +84,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 N5="${N5:-$(( N < 5000 ? N : 5000 ))}"
-NF_SERVER_FLAGS="${NF_SERVER_FLAGS:---http-threads 4 --db-pool-size 16 --decider-threads 2 --decider-batch 256}"
+NF_SERVER_FLAGS="${NF_SERVER_FLAGS:---http-threads 16 --db-pool-size 24 --decider-threads 2 --decider-batch 256}"
 NF_WORKERS="${NF_WORKERS:-16}"
 NF_BATCH="${NF_BATCH:-100}"
 NF_WAIT_MS="${NF_WAIT_MS:-1000}"
