@@ -1082,16 +1082,17 @@ gauge_reaches(void *arg)
  * The first of several starts is held in its statement: a test transaction
  * has inserted the idempotency key it uses ("hold"), and its insert waits
  * to learn whether that commits.  The others arrive meanwhile and wait for
- * it, each counted by nodeflow_start_group_waiting.  Returns the holding
- * connection: ROLLBACK releases the first (the
- * key is free again), and the waiting ones are written together.  (A
- * table lock would not do: a new pool connection prepares every
- * statement, and preparing a write waits for a table lock too.)
+ * it, each counted by nodeflow_start_group_waiting.  Then the test's
+ * transaction rolls back, which releases the first (the key is free
+ * again), and the waiting ones are written together; returns once every
+ * start is answered (in ss).  (A table lock would not do: a new pool
+ * connection prepares every statement, and preparing a write waits for a
+ * table lock too.)
  */
-static PGconn *
-hold_the_first(struct starter *ss, int n, const char *const *bodies,
-	       pthread_barrier_t *one)
+static void
+start_behind_a_held_one(struct starter *ss, int n, const char *const *bodies)
 {
+	static pthread_barrier_t one; /* outlives a failed test's threads */
 	PGconn *holder = th_connect(e2e_db()->url);
 	th_exec(holder, "BEGIN");
 	th_exec(holder, "INSERT INTO \"IdempotencyKeys\" (\"namespaceId\","
@@ -1100,8 +1101,8 @@ hold_the_first(struct starter *ss, int n, const char *const *bodies,
 			" FROM \"Namespaces\" WHERE \"name\" = 'default'");
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	set_base(e2e_server());
-	pthread_barrier_init(one, NULL, 1);
-	start_async(&ss[0], one, bodies[0]);
+	pthread_barrier_init(&one, NULL, 1);
+	start_async(&ss[0], &one, bodies[0]);
 	struct lock_waiters w = {1, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS,
 				statements_wait_for_a_transaction, &w),
@@ -1109,12 +1110,16 @@ hold_the_first(struct starter *ss, int n, const char *const *bodies,
 	/* One at a time: connections arriving together may be accepted by
 	 * one HTTP thread, the second then waiting for the first's answer. */
 	for (int i = 1; i < n; i++) {
-		start_async(&ss[i], one, bodies[i]);
+		start_async(&ss[i], &one, bodies[i]);
 		struct gauge_probe g = {"nodeflow_start_group_waiting", i, 0};
 		cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, gauge_reaches, &g),
 			  "%lld of %d starts wait for the first", g.seen, i);
 	}
-	return holder;
+	th_exec(holder, "ROLLBACK");
+	PQfinish(holder);
+	for (int i = 0; i < n; i++)
+		pthread_join(ss[i].t, NULL);
+	pthread_barrier_destroy(&one);
 }
 
 /* Starts that arrive while another is written are written together, in
@@ -1155,13 +1160,7 @@ Test(starts, concurrent_starts_are_written_together_each_whole)
 		"{\"name\":\"gw\",\"input\":{\"n\":7}}",
 	};
 	static struct starter ss[N]; /* outlives a failed test's threads */
-	static pthread_barrier_t one;
-	PGconn *holder = hold_the_first(ss, N, bodies, &one);
-	th_exec(holder, "ROLLBACK");
-	PQfinish(holder);
-	for (int i = 0; i < N; i++)
-		pthread_join(ss[i].t, NULL);
-	pthread_barrier_destroy(&one);
+	start_behind_a_held_one(ss, N, bodies);
 
 	/* Two statements: the first start's, then the seven's. */
 	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
@@ -1247,13 +1246,7 @@ Test(starts, a_refused_start_fails_only_its_own_request)
 		"{\"name\":\"rsw\",\"input\":{\"n\":5}}",
 	};
 	static struct starter ss[N]; /* outlives a failed test's threads */
-	static pthread_barrier_t one;
-	PGconn *holder = hold_the_first(ss, N, bodies, &one);
-	th_exec(holder, "ROLLBACK");
-	PQfinish(holder);
-	for (int i = 0; i < N; i++)
-		pthread_join(ss[i].t, NULL);
-	pthread_barrier_destroy(&one);
+	start_behind_a_held_one(ss, N, bodies);
 
 	/* The first start's statement, then the group's, refused. */
 	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
