@@ -47,7 +47,7 @@ psql -q -d postgres -c "CREATE DATABASE $DB"
 URL="postgresql://postgres@127.0.0.1:$PGPORT/$DB"
 "$WORK/nfsrv" migrate --database-url "$URL" >/dev/null
 "$WORK/nfsrv" serve --database-url "$URL" --listen 127.0.0.1:0 --log-level warn \
-  --http-threads 4 --db-pool-size 16 >"$WORK/server.out" 2>"$WORK/server.err" &
+  >"$WORK/server.out" 2>"$WORK/server.err" &
 SERVER_PID=$!
 PORT=""
 for _ in $(seq 100); do

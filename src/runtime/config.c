@@ -42,7 +42,7 @@ static const struct config_def defs[] = {
 	    "text, or json for one JSON object per line"),
 	STR("roles", "NODEFLOW_ROLES", "api,engine", roles,
 	    "what this process runs: api (HTTP), engine (background loops), or both"),
-	INT("http-threads", "NODEFLOW_HTTP_THREADS", "2", 1, 256, http_threads,
+	INT("http-threads", "NODEFLOW_HTTP_THREADS", "8", 1, 256, http_threads,
 	    "HTTP event-loop threads"),
 	INT("max-body-bytes", "NODEFLOW_MAX_BODY_BYTES", "1048576", 1024,
 	    1073741824, max_body_bytes,

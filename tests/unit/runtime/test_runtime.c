@@ -106,7 +106,7 @@ Test(config, defaults)
 	cr_assert_str_eq(c.log_level, "info");
 	cr_assert_str_eq(c.log_format, "text");
 	cr_assert_str_eq(c.roles, "api,engine");
-	cr_assert_eq(c.http_threads, 2);
+	cr_assert_eq(c.http_threads, 8);
 	cr_assert_eq(c.max_body_bytes, 1048576);
 	cr_assert_eq(c.idle_timeout_seconds, 30);
 	cr_assert_eq(c.db_pool_size, 8);
@@ -245,7 +245,7 @@ Test(config, integer_out_of_range)
 	int argi;
 	cr_assert_not(parse_args(&c, zero, &argi, &e));
 	cr_assert_str_eq(e.msg, "--http-threads: 0 is out of range (1 to 256)");
-	cr_assert_eq(c.http_threads, 2); /* unchanged */
+	cr_assert_eq(c.http_threads, 8); /* unchanged */
 
 	const char *big[] = {"nodeflow", "serve", "--max-body-bytes=1023",
 			     NULL};
