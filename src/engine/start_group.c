@@ -3,7 +3,6 @@
 #include "runtime/log.h"
 #include "runtime/metrics.h"
 #include "store/executions_repo.h"
-#include "store/payload_repo.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,10 +14,8 @@ struct job {
 	struct job *next;
 	bool done;
 	/* How it went, once done: */
-	bool alone;   /* its group's statement failed: its caller writes it */
-	bool written; /* written alone by the leader: ok, err, id, created */
-	bool ok;
-	struct err err;
+	bool alone;     /* its group's statement failed: its caller writes it */
+	struct err err; /* a group of one that failed: why */
 	struct exec_started out;
 };
 
@@ -68,23 +65,13 @@ lead(struct db *db)
 	pthread_mutex_unlock(&lock);
 
 	struct exec_started out[START_GROUP_MAX];
-	bool ok;
-	if (n == 1) { /* alone: the single statement, as with no group */
-		struct job *j = batch[0];
-		j->err = (struct err)ERR_INIT;
-		j->ok = exec_start(db, s[0], j->out.id, &j->out.created,
-				   &j->err);
-		j->written = true;
-		ok = j->ok;
-	} else {
-		struct err e = ERR_INIT;
-		ok = exec_start_many(db, s, n, out, &e);
-		if (!ok)
-			log_warn("start",
-				 "a group of %zu starts was refused (%s): "
-				 "each is written alone",
-				 n, e.msg);
-	}
+	struct err e = ERR_INIT;
+	bool ok = exec_start_many(db, s, n, out, &e);
+	if (!ok && n > 1)
+		log_warn("start",
+			 "a group of %zu starts was refused (%s): each is "
+			 "written alone",
+			 n, e.msg);
 	metric_add(m_writes, 1);
 	if (ok)
 		metric_add(m_starts, (long long)n);
@@ -92,11 +79,12 @@ lead(struct db *db)
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < n; i++) {
 		struct job *j = batch[i];
-		if (n > 1) {
-			j->alone = !ok;
-			if (ok)
-				j->out = out[i];
-		}
+		if (ok)
+			j->out = out[i];
+		else if (n > 1)
+			j->alone = true;
+		else
+			j->err = e;
 		j->done = true;
 	}
 	writing = false;
@@ -116,20 +104,12 @@ start_group_write(struct db *db, const struct exec_start *s, char id_out[37],
 	start_group_init();
 	/* A large input goes to the payload store first, on this caller's
 	 * connection; too large a one is refused before anything waits. */
-	struct exec_start x = *s;
-	char *stored = NULL;
-	char ref[48] = "";
-	if (!x.input_ref) {
-		if (!payload_offload(db, x.ns_id, "workflow input", x.input,
-				     strlen(x.input), &stored, ref, e))
-			return false;
-		if (stored) {
-			x.input = stored;
-			x.input_ref = ref;
-		}
-	}
+	struct exec_start x;
+	char *stored, ref[48];
+	if (!exec_start_offload(db, s, &x, &stored, ref, e))
+		return false;
 
-	struct job j = {.s = &x};
+	struct job j = {.s = &x, .err = ERR_INIT};
 	pthread_mutex_lock(&lock);
 	*tail = &j;
 	tail = &j.next;
@@ -145,14 +125,9 @@ start_group_write(struct db *db, const struct exec_start *s, char id_out[37],
 	bool ok;
 	if (j.alone) {
 		ok = exec_start(db, &x, id_out, created, e);
-	} else if (j.written) {
-		ok = j.ok;
-		if (ok) {
-			*created = j.out.created;
-			memcpy(id_out, j.out.id, sizeof(j.out.id));
-		} else {
-			*e = j.err;
-		}
+	} else if (j.err.code != ERR_OK) {
+		*e = j.err;
+		ok = false;
 	} else {
 		*created = j.out.created;
 		if (*created)

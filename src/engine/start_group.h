@@ -1,11 +1,11 @@
 /*
  * start_group — the group commit of workflow starts.
  *
- * A start alone is one statement and one commit for a few rows (store's
- * exec_start), and the statement's planning, execution and commit cost
- * PostgreSQL more than the rows do.  So starts that arrive while another
- * is being written wait for it, then are written together, in one
- * statement (exec_start_many), by one of them: the first caller to find no
+ * A start is one statement and one commit for a few rows (store's
+ * exec_start_many), and the statement's planning, execution and commit
+ * cost PostgreSQL more than the rows do.  So starts that arrive while
+ * another is being written wait for it, then are written together, in
+ * the same statement, by one of them: the first caller to find no
  * write in progress leads, takes every start waiting (at most
  * START_GROUP_MAX), writes them on its own connection and answers each.
  * With no concurrency a start is written alone at once; under load the

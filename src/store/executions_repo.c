@@ -13,52 +13,18 @@
 #include <string.h>
 
 /*
- * The id and "startedAt" come from the same statement, which is what lets
- * every later lookup by id bound "startedAt" (SQL_EXEC_WINDOW).  The event
- * is seq 1 and the counter starts there: nobody else can write events of an
+ * Starts, one or many, in one statement, so one commit for them all (the
+ * group commit of engine/start_group.h).  $1 is a JSON array with one
+ * object per start (exec_start_many builds it).  Each execution's id and
+ * "startedAt" come from this statement, which is what lets every later
+ * lookup by id bound "startedAt" (SQL_EXEC_WINDOW).  Its event is seq 1
+ * and the counter starts there: nobody else can write events of an
  * execution that does not exist yet.  A workflow with a timeout gets its
- * workflowTimeout timer (store/timers_repo.h) from the same statement.
- */
-DB_STMT(exec_start_stmt,
-	"WITH ids AS (SELECT uuidv7() AS \"id\", now() AS \"at\"),"
-	" k AS (INSERT INTO \"IdempotencyKeys\""
-	"   (\"namespaceId\", \"key\", \"workflowId\", \"startedAt\")"
-	"   SELECT $1::uuid, $9, ids.\"id\", ids.\"at\" FROM ids"
-	"   WHERE $9::text IS NOT NULL"
-	"   ON CONFLICT DO NOTHING RETURNING \"workflowId\"),"
-	" go AS (SELECT ids.\"id\", ids.\"at\" FROM ids"
-	"   WHERE $9::text IS NULL OR EXISTS (SELECT 1 FROM k)),"
-	" w AS (INSERT INTO \"WorkflowExecutions\" (\"id\", \"namespaceId\","
-	"   \"defName\", \"defVersion\", \"definition\", \"status\", \"input\","
-	"   \"variables\", \"correlationId\", \"idempotencyKey\", \"priority\","
-	"   \"parentWorkflowId\", \"parentTaskId\", \"eventSeq\", \"startedAt\","
-	"   \"updatedAt\", \"inputRef\")"
-	"   SELECT go.\"id\", $1::uuid, $2, $3::int, $4::jsonb, 'RUNNING',"
-	"   $5::jsonb, $6::jsonb, $7, $9, $8::int, $10::uuid, $11::uuid, 1,"
-	"   go.\"at\", go.\"at\", $14 FROM go"
-	"   RETURNING \"id\", \"namespaceId\", \"startedAt\"),"
-	" d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
-	"   \"reason\") SELECT \"id\", \"namespaceId\", 'start' FROM w),"
-	" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
-	"   \"seq\", \"type\", \"data\", \"at\")"
-	"   SELECT \"id\", \"namespaceId\", 1, 'WORKFLOW_STARTED',"
-	"   jsonb_build_object('name', $2::text, 'version', $3::int,"
-	"   'correlationId', $7::text), \"startedAt\" FROM w),"
-	" tm AS (INSERT INTO \"Timers\" (\"namespaceId\", \"workflowId\","
-	"   \"kind\", \"fireAt\", \"payload\")"
-	"   SELECT \"namespaceId\", \"id\", 'workflowTimeout', \"startedAt\" +"
-	"   make_interval(secs => $12::bigint), jsonb_build_object('seconds',"
-	"   $12::bigint, 'policy', $13::text) FROM w WHERE $12::bigint > 0)"
-	" SELECT \"id\"::text FROM w");
-
-/*
- * Many starts in one statement, so one commit for them all (the group
- * commit of engine/start_group.h).  $1 is a JSON array with one object per
- * start (exec_start_many builds it): each row does what exec_start_stmt
- * does for one.  Two starts of the batch with the same idempotency key: the
- * first in the array takes it (ON CONFLICT DO NOTHING skips a row that
- * conflicts with one the same statement inserted), the other is not
- * written.  The answer: the array positions written, with their ids.
+ * workflowTimeout timer (store/timers_repo.h) here too.  Two starts of the
+ * batch with the same idempotency key: the first in the array takes it
+ * (ON CONFLICT DO NOTHING skips a row that conflicts with one the same
+ * statement inserted), the other is not written.  The answer: the array
+ * positions written, with their ids.
  */
 DB_STMT(exec_start_many_stmt,
 	"WITH src AS MATERIALIZED (SELECT r.\"ord\", uuidv7() AS \"id\","
@@ -188,48 +154,43 @@ exec_start_existing(struct db *db, const struct exec_start *s, char id_out[37],
 }
 
 bool
+exec_start_offload(struct db *db, const struct exec_start *s,
+		   struct exec_start *x, char **stored, char ref[48],
+		   struct err *e)
+{
+	*x = *s;
+	*stored = NULL;
+	ref[0] = '\0';
+	if (x->input_ref)
+		return true;
+	if (!payload_offload(db, x->ns_id, "workflow input", x->input,
+			     strlen(x->input), stored, ref, e))
+		return false;
+	if (*stored) {
+		x->input = *stored;
+		x->input_ref = ref;
+	}
+	return true;
+}
+
+bool
 exec_start(struct db *db, const struct exec_start *s, char id_out[37],
 	   bool *created, struct err *e)
 {
-	char version[16], priority[16], timeout[24];
-	snprintf(version, sizeof(version), "%d", s->def_version);
-	snprintf(priority, sizeof(priority), "%d", s->priority);
-	snprintf(timeout, sizeof(timeout), "%" PRId64, s->timeout_seconds);
-	/* A large input goes to the payload store; too large a one is
-	 * refused before anything is written. */
-	char *stored = NULL;
-	char ref[48] = "";
-	if (!s->input_ref &&
-	    !payload_offload(db, s->ns_id, "workflow input", s->input,
-			     strlen(s->input), &stored, ref, e))
+	struct exec_start x;
+	char *stored, ref[48];
+	if (!exec_start_offload(db, s, &x, &stored, ref, e))
 		return false;
-	const char *params[] = {
-		s->ns_id,
-		s->def_name,
-		version,
-		s->definition,
-		stored ? stored : s->input,
-		s->variables,
-		s->correlation_id,
-		priority,
-		s->idempotency_key,
-		s->parent_workflow_id,
-		s->parent_task_id,
-		timeout,
-		s->timeout_policy,
-		s->input_ref ? s->input_ref
-		: ref[0]     ? ref
-			     : NULL,
-	};
-	PGresult *res = db_exec(db, &exec_start_stmt, 14, params, e);
+	const struct exec_start *one = &x;
+	struct exec_started out;
+	bool ok = exec_start_many(db, &one, 1, &out, e);
 	free(stored);
-	if (!res)
+	if (!ok)
 		return false;
-	*created = PQntuples(res) == 1;
-	if (*created)
-		snprintf(id_out, 37, "%s", PQgetvalue(res, 0, 0));
-	PQclear(res);
-	return *created || exec_start_existing(db, s, id_out, e);
+	*created = out.created;
+	if (out.created)
+		memcpy(id_out, out.id, sizeof(out.id));
+	return out.created || exec_start_existing(db, s, id_out, e);
 }
 
 #define TASK_JSON(t)                                                           \
@@ -445,7 +406,8 @@ exec_events_json(struct db *db, const char *ns_id, const char *id,
 }
 
 struct db_stmt *const executions_repo_stmts[] = {
-	&exec_start_stmt,   &exec_start_many_stmt, &exec_idempotent_existing,
-	&exec_get_stmt,     &exec_list_stmt,       &exec_list_status_stmt,
-	&exec_custom_plans, &exec_events_stmt,     NULL,
+	&exec_start_many_stmt,  &exec_idempotent_existing,
+	&exec_get_stmt,         &exec_list_stmt,
+	&exec_list_status_stmt, &exec_custom_plans,
+	&exec_events_stmt,      NULL,
 };

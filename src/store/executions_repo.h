@@ -43,23 +43,16 @@ struct exec_start {
 };
 
 /*
- * One statement, so one transaction: the execution, its idempotency key
- * (INSERT … ON CONFLICT DO NOTHING: the key's table is unpartitioned, so
- * its primary key really constrains), its first "DecideQueues" row, its
- * first event and, with a timeout, its workflowTimeout timer.  When the key
- * already exists nothing is written, *created is false and id_out is the
- * existing execution's id.
- */
-bool exec_start(struct db *db, const struct exec_start *s, char id_out[37],
-		bool *created, struct err *e);
-
-/*
- * Many starts written by one statement, as exec_start writes one (their
- * inputs already through payload_offload: this writes no payload).
- * out[i] tells whether s[i] was written and its id; one not written had
- * its idempotency key taken, by an earlier start or by an earlier one of
- * s[] (the first of two with the same key takes it): exec_start_existing
- * names the owner.  Fails as a whole, writing nothing.
+ * Starts written by one statement, so one transaction: for each, the
+ * execution, its idempotency key (INSERT … ON CONFLICT DO NOTHING: the
+ * key's table is unpartitioned, so its primary key really constrains), its
+ * first "DecideQueues" row, its first event and, with a timeout, its
+ * workflowTimeout timer.  Their inputs have been through payload_offload:
+ * this writes no payload.  out[i] tells whether s[i] was written and its
+ * id; one not written had its idempotency key taken, by an earlier start
+ * or by an earlier one of s[] (the first of two with the same key takes
+ * it): exec_start_existing names the owner.  Fails as a whole, writing
+ * nothing.
  */
 struct exec_started {
 	char id[37];
@@ -67,6 +60,20 @@ struct exec_started {
 };
 bool exec_start_many(struct db *db, const struct exec_start *const *s, size_t n,
 		     struct exec_started *out, struct err *e);
+
+/* x = *s with its input offloaded when large (unless input_ref is set):
+ * x->input becomes the payload store's placeholder (*stored, to free) and
+ * x->input_ref its reference (ref).  Too large an input: false,
+ * ERR_TOO_LARGE, nothing written. */
+bool exec_start_offload(struct db *db, const struct exec_start *s,
+			struct exec_start *x, char **stored, char ref[48],
+			struct err *e);
+
+/* One start: its input offloaded when large (unless input_ref is set),
+ * then exec_start_many of one.  When the key already exists nothing is
+ * written, *created is false and id_out is the existing execution's id. */
+bool exec_start(struct db *db, const struct exec_start *s, char id_out[37],
+		bool *created, struct err *e);
 
 /* The execution that holds s's idempotency key, committed (ERR_CONFLICT
  * when the start that took it has not committed yet). */

@@ -1063,16 +1063,8 @@ gauge_reaches(void *arg)
 	CURL *h = curl_easy_init();
 	char *body = NULL;
 	g->seen = -1;
-	if (request_within(h, "GET", "/metrics", NULL, &body, 1000) == 200) {
-		size_t len = strlen(g->name);
-		for (const char *l = body; l && *l; l = strchr(l, '\n')) {
-			l += *l == '\n';
-			if (strncmp(l, g->name, len) == 0 && l[len] == ' ') {
-				g->seen = atoll(l + len + 1);
-				break;
-			}
-		}
-	}
+	if (request_within(h, "GET", "/metrics", NULL, &body, 1000) == 200)
+		g->seen = e2e_metric_in(body, g->name);
 	free(body);
 	curl_easy_cleanup(h);
 	return g->seen == g->want;

@@ -258,22 +258,26 @@ e2e_send(const char *method, const char *path, const char *body)
 }
 
 long long
+e2e_metric_in(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *line = text; line && *line;) {
+		if (strncmp(line, name, len) == 0 && line[len] == ' ')
+			return atoll(line + len + 1);
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return -1;
+}
+
+long long
 e2e_metric(const char *name)
 {
 	struct th_response r;
 	th_http(e2e_server(), "GET", "/metrics", NULL, 0, &r);
 	cr_assert_eq(r.status, 200, "GET /metrics: %ld", r.status);
-	long long v = -1;
-	size_t len = strlen(name);
-	for (const char *line = r.body; line && *line;) {
-		if (strncmp(line, name, len) == 0 && line[len] == ' ') {
-			v = atoll(line + len + 1);
-			break;
-		}
-		line = strchr(line, '\n');
-		if (line)
-			line++;
-	}
+	long long v = e2e_metric_in(r.body, name);
 	th_response_free(&r);
 	return v;
 }

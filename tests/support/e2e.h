@@ -76,6 +76,8 @@ long e2e_send(const char *method, const char *path, const char *body);
 /* The value of the unlabelled metric name in GET /metrics, or -1 when
  * the server shows none. */
 long long e2e_metric(const char *name);
+/* The same, read from text (a /metrics answer fetched otherwise). */
+long long e2e_metric_in(const char *text, const char *name);
 
 /* obj's string member key (borrowed); fails the test when it is not one. */
 const char *e2e_str_at(const json_t *obj, const char *key);
