@@ -436,6 +436,11 @@ tick(void *arg, struct arena *scratch, struct err *e)
 		dl->system_enqueued = false;
 		json_array_clear(queues);
 	}
+	if (ok && !redo && json_array_size(queues)) {
+		/* Other replicas' polls: one notification for the whole
+		 * batch, delivered at its commit. */
+		ok = queue_signal_send(dl->db, queues, e);
+	}
 	ok = ok && !redo && db_commit(dl->db, e);
 	if (ok)
 		metric_add(dl->m_decisions, dl->decisions);
@@ -445,16 +450,8 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	dl->system_enqueued = false;
 	if (!ok && !redo)
 		db_rollback(dl->db);
-	else if (ok && json_array_size(queues)) {
-		/* Parked polls here are woken directly; other replicas' by one
-		 * notification for the whole batch. */
-		if (dl->opts.on_enqueued)
-			dl->opts.on_enqueued(queues, dl->opts.arg);
-		struct err se = ERR_INIT;
-		if (!queue_signal_send(dl->db, queues, &se))
-			log_warn("decider", "could not signal queues: %s",
-				 se.msg);
-	}
+	else if (ok)
+		queue_signal_local(queues); /* parked polls here */
 
 	for (size_t i = 0; i < b.n; i++) {
 		defcache_release(&defs[i]);

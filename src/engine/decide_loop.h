@@ -33,10 +33,6 @@ struct decide_loop_opts {
 	const char *database_url;
 	int batch_size;
 	int retry_budget_per_minute;
-	/* Called after a commit that scheduled worker tasks, with the queue
-	 * names (a JSON array), so waiting polls can be woken. */
-	void (*on_enqueued)(const json_t *queues, void *arg);
-	void *arg;
 };
 
 /* Starts one decide loop; it is stopped by decide_loops_stop. */

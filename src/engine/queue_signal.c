@@ -6,24 +6,47 @@
 #include "store/notify.h"
 #include "util/mem.h"
 #include "util/strbuf.h"
+#include "util/uuid.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* PostgreSQL caps a payload at 8000 bytes; past that, signal everything. */
 enum { MAX_PAYLOAD = 7900 };
 
-bool
-queue_signal_send(struct db *db, const json_t *queues, struct err *e)
+/* This process's listener, set once by queue_signal_start. */
+static struct {
+	queue_signal_fn *fn;
+	void *arg;
+} listener;
+static atomic_bool listening;
+
+/* The first line of this process's payloads. */
+static char origin[40];
+static pthread_once_t origin_once = PTHREAD_ONCE_INIT;
+
+static void
+make_origin(void)
 {
-	struct strbuf sb = STRBUF_INIT;
+	char id[37];
+	uuid_v7(id);
+	snprintf(origin, sizeof(origin), "@%s", id);
+}
+
+/* Calls fn once per distinct queue name with the times it is named. */
+static void
+each_queue(const json_t *queues,
+	   void (*fn)(const char *name, unsigned long n, void *arg), void *arg)
+{
 	size_t i;
 	json_t *q;
 	json_array_foreach (queues, i, q) {
 		const char *name = json_string_value(q);
 		if (!name)
 			continue;
-		/* Skip a name already in the payload (a batch repeats them). */
 		bool seen = false;
 		for (size_t k = 0; k < i && !seen; k++) {
 			const char *other =
@@ -32,48 +55,109 @@ queue_signal_send(struct db *db, const json_t *queues, struct err *e)
 		}
 		if (seen)
 			continue;
-		if (sb.len)
-			sb_putc(&sb, '\n');
-		sb_puts(&sb, name);
+		unsigned long n = 1;
+		for (size_t k = i + 1; k < json_array_size(queues); k++) {
+			const char *other =
+				json_string_value(json_array_get(queues, k));
+			n += other && strcmp(other, name) == 0;
+		}
+		fn(name, n, arg);
 	}
-	if (sb.len == 0) {
-		sb_free(&sb);
-		return true;
+}
+
+static void
+put_line(const char *name, unsigned long n, void *arg)
+{
+	sb_printf(arg, "\n%s\t%lu", name, n);
+}
+
+static bool
+send_payload(struct db *db, const json_t *queues, struct err *e)
+{
+	pthread_once(&origin_once, make_origin);
+	struct strbuf sb = STRBUF_INIT;
+	sb_puts(&sb, origin);
+	size_t head = sb.len;
+	if (queues)
+		each_queue(queues, put_line, &sb);
+	if (!queues || sb.len > MAX_PAYLOAD) {
+		sb.len = head;
+		sb_puts(&sb, "\n*");
 	}
-	bool ok =
-		notify_queues(db, sb.len > MAX_PAYLOAD ? "*" : sb_str(&sb), e);
+	bool ok = sb.len == head || notify_queues(db, sb_str(&sb), e);
 	sb_free(&sb);
 	return ok;
 }
 
 bool
-queue_signal_send_all(struct db *db, struct err *e)
+queue_signal_send(struct db *db, const json_t *queues, struct err *e)
 {
-	return notify_queues(db, "*", e);
+	return send_payload(db, queues, e);
 }
 
-struct signal_listener {
-	queue_signal_fn *fn;
-	void *arg;
-};
+bool
+queue_signal_send_all(struct db *db, struct err *e)
+{
+	return send_payload(db, NULL, e);
+}
+
+static void
+deliver(const char *name, unsigned long n, void *arg)
+{
+	(void)arg;
+	listener.fn(name, n, listener.arg);
+}
+
+void
+queue_signal_local(const json_t *queues)
+{
+	if (atomic_load(&listening))
+		each_queue(queues, deliver, NULL);
+}
+
+/* One line of a payload: "*", a queue name, or a name, a tab and a count. */
+static void
+on_line(const char *line, size_t len)
+{
+	if (len == 1 && line[0] == '*') {
+		listener.fn(NULL, 0, listener.arg);
+		return;
+	}
+	const char *tab = memrchr(line, '\t', len);
+	unsigned long n = 0;
+	size_t name_len = len;
+	if (tab && tab + 1 < line + len && line + len - tab <= 10) {
+		const char *d = tab + 1;
+		while (d < line + len && *d >= '0' && *d <= '9')
+			n = n * 10 + (unsigned long)(*d++ - '0');
+		if (d == line + len)
+			name_len = (size_t)(tab - line);
+		else
+			n = 0;
+	}
+	char *name = xstrndup(line, name_len);
+	listener.fn(name, n, listener.arg);
+	free(name);
+}
 
 static void
 on_payload(const char *payload, void *arg)
 {
-	struct signal_listener *l = arg;
-	if (strcmp(payload, "*") == 0) {
-		l->fn(NULL, l->arg);
-		return;
-	}
+	(void)arg;
 	const char *p = payload;
+	if (*p == '@') { /* the sender; this process delivered its own */
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		pthread_once(&origin_once, make_origin);
+		if (len == strlen(origin) && memcmp(p, origin, len) == 0)
+			return;
+		p += len + (nl ? 1 : 0);
+	}
 	while (*p) {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-		if (len) {
-			char *name = xstrndup(p, len);
-			l->fn(name, l->arg);
-			free(name);
-		}
+		if (len)
+			on_line(p, len);
 		p += len + (nl ? 1 : 0);
 	}
 }
@@ -82,22 +166,23 @@ on_payload(const char *payload, void *arg)
 static void
 on_connect(void *arg)
 {
-	struct signal_listener *l = arg;
-	l->fn(NULL, l->arg);
+	(void)arg;
+	listener.fn(NULL, 0, listener.arg);
 }
 
 static void
 finish(void *arg)
 {
-	free(arg);
+	(void)arg;
+	atomic_store(&listening, false);
 }
 
 struct loop *
 queue_signal_start(const char *url, queue_signal_fn *fn, void *arg)
 {
-	struct signal_listener *l = xcalloc(1, sizeof(*l));
-	l->fn = fn;
-	l->arg = arg;
+	listener.fn = fn;
+	listener.arg = arg;
+	atomic_store(&listening, true);
 	struct channel_opts o = {
 		.name = "queue-signal",
 		.url = url,
@@ -105,7 +190,7 @@ queue_signal_start(const char *url, queue_signal_fn *fn, void *arg)
 		.on_payload = on_payload,
 		.on_connect = on_connect,
 		.on_finish = finish,
-		.arg = l,
+		.arg = NULL,
 	};
 	return channel_start(&o);
 }

@@ -1,17 +1,27 @@
 /*
- * queue_signal — telling every replica that work was enqueued, so the
- * long-polls parked there look again within milliseconds.
+ * queue_signal — telling the long-polls parked on every replica that work
+ * was enqueued, so they look again within milliseconds, and no more of
+ * them than the work can use.
  *
- * queue_signal_send raises one "node_flow_task_queues" notification per
- * batch of queues (one per decider transaction, never one per task:
- * NOTIFY serialises committing transactions).  queue_signal_start runs a
- * loop that LISTENs and calls back once per queue named ("*" means every
- * queue: the callback gets NULL).  A notification lost while reconnecting
- * costs a poll its wait and nothing else.
+ * A signal names queues, each with how many tasks were enqueued on it (a
+ * JSON array of queue names, one entry per task).  queue_signal_local
+ * hands it to this process's parked polls through the callback given to
+ * queue_signal_start; queue_signal_send raises one
+ * "node_flow_task_queues" notification carrying it to the other replicas
+ * (one per batch, never one per task: NOTIFY serialises committing
+ * transactions).  Sent inside a transaction, it is delivered at commit.
+ * The payload's first line names the sending process, so a process's
+ * listener passes over its own signals (queue_signal_local delivered them
+ * already); each further line is a queue name, a tab and the count.  A
+ * line without a count, and "*", wake every poll waiting there.  A
+ * notification lost while reconnecting costs a poll its wait and nothing
+ * else; after a reconnection every local poll looks again.
  *
- * Threads: the listening loop has its own thread and connection; the
- * callback runs there and must not block.  Failure: send returns false with
- * e set; the loop logs and reconnects with backoff.
+ * Threads: queue_signal_start is called once, before any signal is
+ * sent; send and local from any thread.  The listening loop has its own
+ * thread and connection; the callback runs on it (remote signals) or on
+ * the caller's thread (local ones) and must not block.  Failure: send
+ * returns false with e set; the loop logs and reconnects with backoff.
  */
 #ifndef NF_ENGINE_QUEUE_SIGNAL_H
 #define NF_ENGINE_QUEUE_SIGNAL_H
@@ -22,12 +32,20 @@
 
 struct db;
 
-/* queues: a JSON array of queue names (duplicates are fine). */
-bool queue_signal_send(struct db *db, const json_t *queues, struct err *e);
-/* Signals every queue. */
-bool queue_signal_send_all(struct db *db, struct err *e);
+/* Called per queue named, with the tasks enqueued on it (0: unknown, wake
+ * every poll); queue NULL means every queue. */
+typedef void queue_signal_fn(const char *queue, unsigned long tasks, void *arg);
 
-typedef void queue_signal_fn(const char *queue, void *arg);
+/* Notifies the other replicas.  queues: a JSON array of queue names, one
+ * entry per task enqueued. */
+bool queue_signal_send(struct db *db, const json_t *queues, struct err *e);
+/* Notifies the other replicas that any queue may have work. */
+bool queue_signal_send_all(struct db *db, struct err *e);
+/* Wakes this process's polls (nothing before queue_signal_start). */
+void queue_signal_local(const json_t *queues);
+
+/* Listens for the other replicas' signals; fn also receives the local
+ * ones. */
 struct loop *queue_signal_start(const char *url, queue_signal_fn *fn,
 				void *arg);
 

@@ -4,11 +4,13 @@
 #include "engine/defcache.h"
 #include "engine/queue_signal.h"
 #include "engine/worker_polls.h"
+#include "runtime/metrics.h"
 #include "store/payload_repo.h"
 #include "store/semaphores_repo.h"
 #include "util/json.h"
 #include "util/mem.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +70,21 @@ gate_of(const struct queue_ref *q, const struct task_def *td,
 	g->rate_limit = td->rate_limit_per_frequency;
 	g->rate_seconds = td->rate_limit_frequency_seconds;
 	return g->semaphore || g->concurrent_limit > 0 || g->rate_limit > 0;
+}
+
+static struct metric *m_looks, *m_empty;
+static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
+
+static void
+register_metrics(void)
+{
+	m_looks = metric_register(METRIC_COUNTER, "nodeflow_queue_looks_total",
+				  "",
+				  "Times a poll looked for tasks to lease "
+				  "(a parked poll looks again on every wake)");
+	m_empty = metric_register(METRIC_COUNTER,
+				  "nodeflow_queue_looks_empty_total", "",
+				  "Looks that found no task to lease");
 }
 
 /* Appends the JSON array text more to *json (both arrays). */
@@ -131,6 +148,10 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 		}
 	}
 	defcache_release(&d);
+	pthread_once(&metrics_once, register_metrics);
+	metric_add(m_looks, 1);
+	if (ok && *n == 0)
+		metric_add(m_empty, 1);
 	return ok;
 }
 
@@ -169,16 +190,19 @@ has_concurrent_limit(struct db *db, const struct queue_ref *q)
 	return yes;
 }
 
-/* Wakes the polls of q waiting on every replica (best effort: a lost
- * signal costs a poll its wait). */
+/* Wakes polls of q waiting on every replica, enough for `places` tasks
+ * (best effort: a lost signal costs a poll its wait). */
 static void
-signal_queue(struct db *db, const struct queue_ref *q)
+signal_queue(struct db *db, const struct queue_ref *q, size_t places)
 {
 	char queue[512];
 	workers_queue_name(q, queue, sizeof(queue));
-	json_t *names = json_pack("[s]", queue);
+	json_t *names = json_array();
+	for (size_t i = 0; i < places; i++)
+		json_array_append_new(names, json_string(queue));
 	struct err se = ERR_INIT;
 	(void)queue_signal_send(db, names, &se);
+	queue_signal_local(names);
 	json_decref(names);
 }
 
@@ -201,7 +225,7 @@ result(struct db *db, const struct queue_ref *q, const char *task_id,
 		 * back: polls of this queue waiting on it look again (other
 		 * queues sharing the semaphore look at their next poll, or at
 		 * the end of their wait). */
-		signal_queue(db, q);
+		signal_queue(db, q, 1);
 	}
 	return ok;
 }
@@ -297,7 +321,7 @@ workers_results(struct db *db, const struct queue_ref *q,
 	if (any)
 		decide_loop_wake_all();
 	if (freed || (any && has_concurrent_limit(db, q)))
-		signal_queue(db, q); /* as result() does */
+		signal_queue(db, q, n); /* as result() does */
 	for (size_t k = 0; k < n; k++)
 		if (alone[k])
 			r[k].ok = result(db, q, r[k].task_id, r[k].worker,
@@ -333,6 +357,6 @@ workers_release(struct db *db, const struct queue_ref *q, const char *task_id,
 	workers_queue_name(q, queue, sizeof(queue));
 	bool ok = queue_release(db, queue, task_id, worker, delay_seconds, e);
 	if (ok && has_concurrent_limit(db, q))
-		signal_queue(db, q);
+		signal_queue(db, q, 1);
 	return ok;
 }

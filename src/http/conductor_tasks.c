@@ -64,6 +64,9 @@ poll(struct http_request *req, struct http_response *res, long count,
 	char *leased = NULL, *tasks = NULL;
 	size_t n = 0;
 	if (!workers_poll(c.db, &q, worker, (int)count, &leased, &n, &e)) {
+		/* What a wake meant for this poll is still there: another
+		 * waiting poll looks. */
+		http_server_wake_n(req->server, key, (unsigned long)count);
 		cond_error(res, &e);
 		cond_end(req, &c);
 		return;
@@ -74,9 +77,9 @@ poll(struct http_request *req, struct http_response *res, long count,
 			wait_ms > 0 && !req->wait_over && mono_ms() < deadline;
 		long retry = waits ? workers_retry_ms(c.db, &q) : 0;
 		cond_end(req, &c);
-		if (waits &&
-		    http_park_retry(req, res, key, deadline,
-				    retry ? mono_ms() + retry : 0, seq))
+		if (waits && http_park_retry(req, res, key, deadline,
+					     retry ? mono_ms() + retry : 0, seq,
+					     (unsigned long)count))
 			return;
 		if (single)
 			cond_no_content(res);

@@ -67,6 +67,7 @@ struct http_response {
 	int64_t park_deadline_ms;
 	int64_t park_retry_ms; /* 0: none */
 	uint64_t park_seq;
+	unsigned long park_takes; /* 0: any number */
 	int status;
 	const char *content_type;
 	struct strbuf body;
@@ -129,13 +130,15 @@ void http_add_header(struct http_response *res, const char *name,
 bool http_park(struct http_request *req, struct http_response *res,
 	       const char *key, int64_t deadline_ms, uint64_t seq);
 uint64_t http_wake_seq(const struct http_request *req, const char *key);
-/* http_park that also runs the handler again at retry_ms (a monotonic
- * time before deadline_ms; 0: none) without a wake: req->wait_over stays
- * false and req->wait_deadline_ms is still deadline_ms.  For a poll that
- * knows when what holds it back ends (a rate-limit window). */
+/* http_park for a request that takes at most `takes` items when it looks
+ * again (0: any number; see http_server_wake_n), and that also runs its
+ * handler again at retry_ms (a monotonic time before deadline_ms; 0: none)
+ * without a wake: req->wait_over stays false and req->wait_deadline_ms is
+ * still deadline_ms.  For a poll that knows when what holds it back ends
+ * (a rate-limit window). */
 bool http_park_retry(struct http_request *req, struct http_response *res,
 		     const char *key, int64_t deadline_ms, int64_t retry_ms,
-		     uint64_t seq);
+		     uint64_t seq, unsigned long takes);
 
 /*
  * Streams (server-sent events) without a thread: http_stream_open makes
@@ -200,6 +203,12 @@ int http_server_port(const struct http_server *s);
 /* Resumes the requests parked under key (NULL: every parked request).
  * Any thread. */
 void http_server_wake(struct http_server *s, const char *key);
+/* For n new items under key: resumes the requests parked there longest,
+ * until what they take adds up to n (n 0: all of them, as
+ * http_server_wake).  Requests between their look and their park look
+ * again either way.  Any thread. */
+void http_server_wake_n(struct http_server *s, const char *key,
+			unsigned long n);
 /* Stops accepting, lets requests in progress finish (for up to 10 s; a
  * response sent meanwhile carries "Connection: close"), closes every
  * connection and frees. */

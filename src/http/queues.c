@@ -98,9 +98,10 @@ queues_poll(struct http_request *req, struct http_response *res)
 				long retry = workers_retry_ms(c.db, &c.q);
 				free(tasks);
 				end(req, &c);
-				if (http_park_retry(
-					    req, res, key, deadline,
-					    retry ? mono_ms() + retry : 0, seq))
+				if (http_park_retry(req, res, key, deadline,
+						    retry ? mono_ms() + retry
+							  : 0,
+						    seq, (unsigned long)count))
 					return;
 				http_text(res, 200, "application/json",
 					  "{\"tasks\":[]}");
@@ -114,6 +115,10 @@ queues_poll(struct http_request *req, struct http_response *res)
 					  sb_str(&sb));
 				sb_free(&sb);
 			} else {
+				/* The tasks a wake meant for this poll are
+				 * still there: another waiting poll looks. */
+				http_server_wake_n(req->server, key,
+						   (unsigned long)count);
 				http_error(res, &e);
 			}
 		}

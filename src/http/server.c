@@ -58,7 +58,8 @@ struct http_server {
 	pthread_cond_t park_cond; /* CLOCK_MONOTONIC */
 	pthread_t park_thread;
 	bool park_stop;
-	struct parked *parked;
+	struct parked *parked;     /* oldest first */
+	struct parked **park_tail; /* the last one's next, or &parked */
 	_Atomic uint64_t wake_seq[WAKE_BUCKETS];
 	struct metric *m_parked;
 	/* Parking places taken (under park_lock): in all, and per client
@@ -126,7 +127,8 @@ struct parked {
 	struct request_state *st;
 	char key[256];
 	int64_t deadline_ms;
-	int64_t due_ms; /* the deadline, or an earlier retry */
+	int64_t due_ms;      /* the deadline, or an earlier retry */
+	unsigned long takes; /* 0: any number */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -451,17 +453,20 @@ http_park(struct http_request *req, struct http_response *res, const char *key,
 	res->park_deadline_ms = deadline_ms;
 	res->park_retry_ms = 0;
 	res->park_seq = seq;
+	res->park_takes = 0;
 	return true;
 }
 
 bool
 http_park_retry(struct http_request *req, struct http_response *res,
 		const char *key, int64_t deadline_ms, int64_t retry_ms,
-		uint64_t seq)
+		uint64_t seq, unsigned long takes)
 {
 	bool parked = http_park(req, res, key, deadline_ms, seq);
 	if (parked && res->parked && retry_ms > 0 && retry_ms < deadline_ms)
 		res->park_retry_ms = retry_ms;
+	if (parked && res->parked)
+		res->park_takes = takes;
 	return parked;
 }
 
@@ -476,6 +481,7 @@ park(struct http_server *s, struct MHD_Connection *conn,
 	memcpy(p->key, res->park_key, sizeof(p->key));
 	p->deadline_ms = res->park_deadline_ms;
 	p->due_ms = res->park_retry_ms ? res->park_retry_ms : p->deadline_ms;
+	p->takes = res->park_takes;
 	st->park_deadline_ms = res->park_deadline_ms;
 	MHD_suspend_connection(conn);
 
@@ -484,8 +490,8 @@ park(struct http_server *s, struct MHD_Connection *conn,
 		atomic_load(&s->wake_seq[bucket(p->key)]) != res->park_seq ||
 		s->park_stop;
 	if (!missed) {
-		p->next = s->parked;
-		s->parked = p;
+		*s->park_tail = p;
+		s->park_tail = &p->next;
 		metric_add(s->m_parked, 1);
 		pthread_cond_signal(
 			&s->park_cond); /* a new earliest deadline */
@@ -497,25 +503,30 @@ park(struct http_server *s, struct MHD_Connection *conn,
 	}
 }
 
-/* Resumes the parked requests that match; the lock is not held. */
+/* Resumes the parked requests that match, oldest first; when n > 0, only
+ * until what they take adds up to n.  The lock is not held. */
 static void
-resume_matching(struct http_server *s, const char *key, bool expired_only,
-		bool mark_over)
+resume_matching(struct http_server *s, const char *key, unsigned long n,
+		bool expired_only, bool mark_over)
 {
 	struct parked *ready = NULL;
 	int64_t now = mono_ms();
+	unsigned long taken = 0;
 	pthread_mutex_lock(&s->park_lock);
-	for (struct parked **pp = &s->parked; *pp;) {
+	for (struct parked **pp = &s->parked; *pp && (!n || taken < n);) {
 		struct parked *p = *pp;
 		bool match = expired_only ? p->due_ms <= now
 					  : !key || strcmp(p->key, key) == 0;
 		if (match) {
 			*pp = p->next;
+			if (!p->next)
+				s->park_tail = pp;
 			p->next = ready;
 			ready = p;
 			if (mark_over || p->deadline_ms <= now)
 				p->st->park_over = true;
 			metric_add(s->m_parked, -1);
+			taken = p->takes ? taken + p->takes : n;
 		} else {
 			pp = &p->next;
 		}
@@ -530,7 +541,7 @@ resume_matching(struct http_server *s, const char *key, bool expired_only,
 }
 
 void
-http_server_wake(struct http_server *s, const char *key)
+http_server_wake_n(struct http_server *s, const char *key, unsigned long n)
 {
 	if (!s)
 		return;
@@ -540,7 +551,13 @@ http_server_wake(struct http_server *s, const char *key)
 		for (int i = 0; i < WAKE_BUCKETS; i++)
 			atomic_fetch_add(&s->wake_seq[i], 1);
 	}
-	resume_matching(s, key, false, false);
+	resume_matching(s, key, key ? n : 0, false, false);
+}
+
+void
+http_server_wake(struct http_server *s, const char *key)
+{
+	http_server_wake_n(s, key, 0);
 }
 
 /*
@@ -598,7 +615,7 @@ park_timer(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&s->park_lock);
-		resume_matching(s, NULL, true, false);
+		resume_matching(s, NULL, 0, true, false);
 		pthread_mutex_lock(&s->park_lock);
 	}
 	pthread_mutex_unlock(&s->park_lock);
@@ -1232,6 +1249,7 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 		METRIC_COUNTER, "nodeflow_http_park_refused_total", "",
 		"Long-polls refused because too many wait already (429)");
 	pthread_mutex_init(&s->park_lock, NULL);
+	s->park_tail = &s->parked;
 	pthread_mutex_init(&s->conn_lock, NULL);
 	pthread_mutex_init(&s->stream_lock, NULL);
 	pthread_condattr_t attr;
@@ -1295,7 +1313,7 @@ http_server_stop(struct http_server *s)
 	pthread_cond_signal(&s->park_cond);
 	pthread_mutex_unlock(&s->park_lock);
 	pthread_join(s->park_thread, NULL);
-	resume_matching(s, NULL, false, true);
+	resume_matching(s, NULL, 0, false, true);
 	end_streams(s);
 	/* MHD_stop_daemon shuts every connection down at once, answered or
 	 * not: first let the requests in progress finish, up to a deadline. */

@@ -388,17 +388,6 @@ preflight(const struct config *cfg, unsigned *pool_flags)
 	return true;
 }
 
-/* Engine → HTTP: work was enqueued; parked long-polls look again. */
-static void
-wake_queues(const json_t *queues, void *arg)
-{
-	size_t i;
-	json_t *q;
-	json_array_foreach (queues, i, q) {
-		http_server_wake(arg, json_string_value(q));
-	}
-}
-
 static void
 wake_all(void *arg)
 {
@@ -406,10 +395,12 @@ wake_all(void *arg)
 	systasks_wake();
 }
 
+/* Engine → HTTP: tasks were enqueued on queue; parked long-polls that can
+ * take them look again. */
 static void
-wake_queue(const char *queue, void *arg)
+wake_queue(const char *queue, unsigned long tasks, void *arg)
 {
-	http_server_wake(arg, queue);
+	http_server_wake_n(arg, queue, tasks);
 }
 
 static int
@@ -503,8 +494,6 @@ cmd_serve(struct command_line *cl)
 			.batch_size = (int)cfg->decider_batch,
 			.retry_budget_per_minute =
 				(int)cfg->retry_budget_per_minute,
-			.on_enqueued = http ? wake_queues : NULL,
-			.arg = http,
 		};
 		for (long i = 0; i < cfg->decider_threads; i++)
 			decide_loop_start(&d);

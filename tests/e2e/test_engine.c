@@ -14,7 +14,8 @@
  *                the workflow naming the task; a terminal failure is never
  *                retried.
  *   workers      eight competing workers: no task handed out twice, every
- *                workflow completes.
+ *                workflow completes; a task enqueued wakes one of the
+ *                long-polls parked for it, not all of them.
  *   idempotency  twenty concurrent starts with one key make one execution
  *                (RETURN_EXISTING: one 201, the same id for all; FAIL: one
  *                201, nineteen 409).
@@ -867,6 +868,94 @@ Test(workers, eight_competing_workers_never_share_a_task)
 	free(c.handed);
 }
 
+/* A long-poll parked on its own thread for one task of "woken". */
+struct parked_poll {
+	pthread_t t;
+	int i;
+	long status;
+	size_t got;
+};
+
+enum { PARK_WAIT_MS = 3000 };
+
+static void *
+parked_poll_main(void *arg)
+{
+	struct parked_poll *p = arg;
+	char body[128];
+	snprintf(body, sizeof(body),
+		 "{\"workerId\":\"parked-%d\",\"count\":1,\"waitMs\":%d}", p->i,
+		 PARK_WAIT_MS);
+	struct th_response r;
+	th_http(e2e_server(), "POST", NS "/queues/woken/poll", body,
+		strlen(body), &r);
+	p->status = r.status;
+	json_t *v = json_loadb(r.body, r.body_len, 0, NULL);
+	p->got = json_array_size(json_object_get(v, "tasks"));
+	json_decref(v);
+	th_response_free(&r);
+	return NULL;
+}
+
+/* A metric of the server's /metrics (counter or gauge) to wait for. */
+struct gauge_probe {
+	const char *name;
+	long long want, seen;
+};
+
+static bool
+metric_reaches(void *arg)
+{
+	struct gauge_probe *m = arg;
+	m->seen = e2e_metric(m->name);
+	return m->seen >= m->want;
+}
+
+/* A task enqueued wakes as many parked long-polls as it needs, not every
+ * one, and the server's own queue notification does not wake them again:
+ * three polls for one task each park, one workflow starts, one poll gets
+ * the task; the other two look again only when their wait ends.  Counted
+ * in looks for tasks (nodeflow_queue_looks_total): each poll's first, the
+ * woken one's, and the two at the end of their wait; waking every poll
+ * would add two, and the notification's echo two more. */
+Test(workers, a_task_wakes_one_parked_poll_not_all)
+{
+	enum { N = 3 };
+	e2e_start(NULL);
+	put_task_def("woken", 0, 300);
+	put_one_task_workflow("wakes", "woken");
+	/* The queue listener has connected (which wakes every poll). */
+	struct gauge_probe ready = {
+		"nodeflow_loop_ticks_total{loop=\"queue-signal\"}", 1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, metric_reaches, &ready),
+		  "the queue listener never ran");
+	cr_assert_eq(poll_count("woken", "warm"), 0);
+	long long looks = e2e_metric("nodeflow_queue_looks_total");
+
+	struct parked_poll ps[N];
+	for (int i = 0; i < N; i++) {
+		ps[i] = (struct parked_poll){.i = i};
+		cr_assert(pthread_create(&ps[i].t, NULL, parked_poll_main,
+					 &ps[i]) == 0);
+	}
+	struct gauge_probe parked = {"nodeflow_http_parked", N, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, metric_reaches, &parked),
+		  "%lld of %d polls parked", parked.seen, N);
+	char id[37];
+	e2e_start_workflow("wakes", json_pack("{s:i}", "n", 1), id);
+	size_t got = 0;
+	for (int i = 0; i < N; i++) {
+		pthread_join(ps[i].t, NULL);
+		cr_assert_eq(ps[i].status, 200, "poll %d: %ld", i,
+			     ps[i].status);
+		got += ps[i].got;
+	}
+	cr_assert_eq(got, 1, "%zu tasks handed out", got);
+	cr_assert_eq(e2e_metric("nodeflow_queue_looks_total") - looks,
+		     N + 1 + (N - 1), "looks for tasks: %lld",
+		     e2e_metric("nodeflow_queue_looks_total") - looks);
+}
+
 Test(workers, higher_priority_is_handed_out_first)
 {
 	e2e_start(NULL);
@@ -1047,11 +1136,6 @@ statements_wait_for_a_transaction(void *arg)
 			      NULL);
 	return w->seen >= w->want;
 }
-
-struct gauge_probe {
-	const char *name;
-	long long want, seen;
-};
 
 /* Read with a short timeout, and again on the next try: a connection
  * that arrives with a start's may be accepted by the HTTP thread that
