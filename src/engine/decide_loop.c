@@ -16,6 +16,7 @@
 #include "util/mem.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,11 +32,18 @@ struct decide_loop {
 	bool system_enqueued; /* this batch queued a system task */
 	bool guarded;         /* the next batch takes savepoints */
 	long long decisions;  /* applied in this batch, counted at commit */
+	bool left_queued;     /* this batch left a claimed workflow queued */
+	struct loop *loop;
+	atomic_bool working; /* in a tick that claimed work */
 };
 
+/* This process's decide loops (under loops_lock), and the next one a wake
+ * goes to when all of them are working. */
 static pthread_mutex_t loops_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct loop *loops[MAX_LOOPS];
-static size_t n_loops;
+static struct decide_loop *loops[MAX_LOOPS];
+static size_t n_loops, next_wake;
+
+static bool wake_resting(const struct decide_loop *except);
 
 /* The task definitions one evaluation looked up, released after it. */
 struct lookups {
@@ -266,6 +274,7 @@ evaluate_batch(struct decide_loop *dl, struct decide_batch *b,
 		const struct loaded_execution *x = &b->items[i];
 		if (x->parent_id[0] && listed(ending, x->parent_id)) {
 			json_array_append_new(ending, json_string(x->id));
+			dl->left_queued = true;
 			continue;
 		}
 		ok = evaluate(dl, x, defs[i].wf, &ds[i], &we);
@@ -287,8 +296,11 @@ evaluate_batch(struct decide_loop *dl, struct decide_batch *b,
 	}
 	ok = ok && decide_apply_batch(dl->db, items, n, dequeue, &we);
 	for (size_t k = 0; ok && k < n; k++) {
-		if (!items[k].applied)
-			continue; /* the version changed: evaluated again */
+		if (!items[k].applied) {
+			/* the version changed: evaluated again */
+			dl->left_queued = true;
+			continue;
+		}
 		ok = after_apply(dl, items[k].x, &ds[at[k]], touched, &we);
 		if (ok)
 			count_applied(dl, &ds[at[k]], queues);
@@ -327,8 +339,10 @@ evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
 	/* An earlier evaluation of this batch changed it (a child of it
 	 * ended): what was loaded is stale.  It stays queued (that change
 	 * enqueued it) for the next batch. */
-	if (listed(touched, x->id))
+	if (listed(touched, x->id)) {
+		dl->left_queued = true;
 		return EVAL_OK;
+	}
 	if (!decide_savepoint(dl->db, e))
 		return EVAL_LOST;
 	struct err we = ERR_INIT;
@@ -362,6 +376,8 @@ evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
 	}
 	/* Not applied: the version changed; it stays queued and is evaluated
 	 * again in a later batch. */
+	if (ok)
+		dl->left_queued = true;
 	return decide_release_savepoint(dl->db, e) ? EVAL_OK : EVAL_LOST;
 }
 
@@ -377,16 +393,22 @@ by_id(const void *a, const void *b)
 }
 
 static enum loop_result
-tick(void *arg, struct arena *scratch, struct err *e)
+run_batch(struct decide_loop *dl, struct err *e)
 {
-	struct decide_loop *dl = arg;
-	(void)scratch;
 	if (dl->db && !db_healthy(dl->db)) {
 		db_close(dl->db);
 		dl->db = NULL;
 	}
-	if (!dl->db && !db_open(&dl->db, dl->url, DB_PLAIN, e))
-		return LOOP_ERROR;
+	/* Generic plans: the batch's statements, custom-planned, were
+	 * planned again on every batch (the task load, over every partition
+	 * of "TaskExecutions", at several times its running cost). */
+	if (!dl->db) {
+		if (!db_open(&dl->db, dl->url, DB_GENERIC_PLANS, e))
+			return LOOP_ERROR;
+		struct err we = ERR_INIT;
+		if (!decide_warm(dl->db, &we)) /* only slower without it */
+			log_warn("decider", "could not plan ahead: %s", we.msg);
+	}
 
 	struct decide_batch b = {0};
 	if (!db_begin(dl->db, e) ||
@@ -461,10 +483,39 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	free(refs);
 	json_decref(queues);
 	json_decref(touched);
+	bool full = b.n == (size_t)dl->opts.batch_size;
 	decide_batch_free(&b);
-	/* Busy until a claim comes back empty: work may have arrived meanwhile.
-	 */
-	return ok || redo ? LOOP_BUSY : LOOP_ERROR;
+	/* A full batch, or one that left work queued, may have more behind
+	 * it: claim again at once.  A short one took all there was: anything
+	 * queued since woke this loop (the wake is kept while it works), or,
+	 * queued by another replica, is that replica's deciders' or found at
+	 * the next idle look.  An empty claim after every batch cost a
+	 * transaction per batch under a steady load. */
+	bool more = redo || dl->left_queued || full;
+	dl->left_queued = false;
+	if (!ok && !redo)
+		return LOOP_ERROR;
+	if (full) { /* a backlog: a resting loop shares it */
+		pthread_mutex_lock(&loops_lock);
+		(void)wake_resting(dl);
+		pthread_mutex_unlock(&loops_lock);
+	}
+	return more ? LOOP_BUSY : LOOP_IDLE;
+}
+
+/* Marked working while it runs: a wake then waits for this batch to end
+ * (the loop claims again at once) rather than starting a second loop on
+ * the little that came meanwhile, so a steady load is decided in batches
+ * one loop gathers, not in one-workflow batches each loop takes. */
+static enum loop_result
+tick(void *arg, struct arena *scratch, struct err *e)
+{
+	struct decide_loop *dl = arg;
+	(void)scratch;
+	atomic_store(&dl->working, true);
+	enum loop_result r = run_batch(dl, e);
+	atomic_store(&dl->working, false);
+	return r;
 }
 
 static void
@@ -495,10 +546,10 @@ decide_loop_start(const struct decide_loop_opts *o)
 	dl->m_failures = metric_register(
 		METRIC_COUNTER, "nodeflow_decision_failures_total", "",
 		"Workflow evaluations that failed and were postponed");
-	struct loop *l = loop_start(&dl->def, dl);
 	pthread_mutex_lock(&loops_lock);
+	dl->loop = loop_start(&dl->def, dl);
 	if (n_loops < MAX_LOOPS)
-		loops[n_loops++] = l;
+		loops[n_loops++] = dl;
 	pthread_mutex_unlock(&loops_lock);
 }
 
@@ -508,18 +559,43 @@ decide_loops_stop(void)
 	pthread_mutex_lock(&loops_lock);
 	size_t n = n_loops;
 	struct loop *stopping[MAX_LOOPS];
-	memcpy(stopping, loops, n * sizeof(*loops));
+	for (size_t i = 0; i < n; i++)
+		stopping[i] = loops[i]->loop;
 	n_loops = 0;
 	pthread_mutex_unlock(&loops_lock);
 	for (size_t i = 0; i < n; i++)
 		loop_stop(stopping[i]);
 }
 
+/* Wakes one loop other than `except` that is not working, if there is
+ * one; the lock is held. */
+static bool
+wake_resting(const struct decide_loop *except)
+{
+	for (size_t k = 0; k < n_loops; k++) {
+		struct decide_loop *dl = loops[(next_wake + k) % n_loops];
+		if (dl != except && !atomic_load(&dl->working)) {
+			next_wake = (next_wake + k + 1) % n_loops;
+			loop_wake(dl->loop);
+			return true;
+		}
+	}
+	return false;
+}
+
 void
-decide_loop_wake_all(void)
+decide_loop_wake(void)
 {
 	pthread_mutex_lock(&loops_lock);
-	for (size_t i = 0; i < n_loops; i++)
-		loop_wake(loops[i]);
+	bool working = false;
+	for (size_t i = 0; i < n_loops && !working; i++) {
+		if (atomic_load(&loops[i]->working)) {
+			/* It claims again as soon as its batch is done. */
+			loop_wake(loops[i]->loop);
+			working = true;
+		}
+	}
+	if (!working)
+		(void)wake_resting(NULL);
 	pthread_mutex_unlock(&loops_lock);
 }

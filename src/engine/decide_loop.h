@@ -39,7 +39,8 @@ struct decide_loop_opts {
 void decide_loop_start(const struct decide_loop_opts *o);
 /* Stops every decide loop of this process and waits for them. */
 void decide_loops_stop(void);
-/* Wakes every decide loop of this process (new work was enqueued). */
-void decide_loop_wake_all(void);
+/* New work was enqueued: wakes one decide loop of this process, or, when
+ * one is working, has it claim again as soon as its batch is done. */
+void decide_loop_wake(void);
 
 #endif

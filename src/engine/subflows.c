@@ -1209,7 +1209,7 @@ subflows_terminate(struct db *db, const char *ns_id, const char *id,
 			 te.msg, attempt, TERMINATE_ATTEMPTS);
 	}
 	if (ok && json_array_size(enqueued))
-		decide_loop_wake_all();
+		decide_loop_wake();
 	json_decref(enqueued);
 	return ok;
 }
@@ -1255,7 +1255,7 @@ subflows_retry(struct db *db, const char *ns_id, const char *id, struct err *e)
 	if (!ok)
 		db_rollback(db);
 	else
-		decide_loop_wake_all();
+		decide_loop_wake();
 	return ok;
 }
 

@@ -66,7 +66,7 @@ tick(void *arg, struct arena *scratch, struct err *e)
 		(void)queue_signal_send_all(s->db, &se);
 	}
 	if (expired)
-		decide_loop_wake_all();
+		decide_loop_wake();
 	return released == BATCH || expired == BATCH || holders == BATCH ||
 			       windows == BATCH
 		       ? LOOP_BUSY

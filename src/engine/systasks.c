@@ -155,7 +155,9 @@ ensure_db(struct runner *r, struct err *e)
 		db_close(r->db);
 		r->db = NULL;
 	}
-	return r->db || db_open(&r->db, r->url, DB_PLAIN, e);
+	/* Generic plans: custom-planned, the idle look for system tasks
+	 * was planned again on about every other call. */
+	return r->db || db_open(&r->db, r->url, DB_GENERIC_PLANS, e);
 }
 
 /* Records a result the way a worker's is recorded (a success of a task
@@ -194,7 +196,7 @@ finish_task(struct runner *r, const char *queue, const char *task_id, bool ok,
 	free(text);
 	if (done) {
 		metric_add(ok ? m_done : m_failed, 1);
-		decide_loop_wake_all();
+		decide_loop_wake();
 		return true;
 	}
 	if (e->code == ERR_CONFLICT) { /* lost the lease: someone else's now */

@@ -119,7 +119,7 @@ tick(void *arg, struct arena *scratch, struct err *e)
 	metric_add(s->m_claimed, (long long)n);
 	/* A timed-out task waits for its evaluation (retry or fail). */
 	if (enqueued)
-		decide_loop_wake_all();
+		decide_loop_wake();
 	return n == BATCH ? LOOP_BUSY : LOOP_IDLE;
 }
 

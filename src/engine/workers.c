@@ -219,7 +219,7 @@ result(struct db *db, const struct queue_ref *q, const char *task_id,
 				       status, text, reason, &freed, e);
 	free(text);
 	if (ok)
-		decide_loop_wake_all();
+		decide_loop_wake();
 	if (ok && (freed || has_concurrent_limit(db, q))) {
 		/* A permit, or a place under the concurrentExecLimit, came
 		 * back: polls of this queue waiting on it look again (other
@@ -319,7 +319,7 @@ workers_results(struct db *db, const struct queue_ref *q,
 	json_decref(batch);
 	free(index);
 	if (any)
-		decide_loop_wake_all();
+		decide_loop_wake();
 	if (freed || (any && has_concurrent_limit(db, q)))
 		signal_queue(db, q, n); /* as result() does */
 	for (size_t k = 0; k < n; k++)

@@ -71,6 +71,6 @@ workflow_start(struct db *db, const char *ns_id, const struct start_request *r,
 		return false;
 	}
 	if (*created)
-		decide_loop_wake_all();
+		decide_loop_wake();
 	return true;
 }

@@ -269,7 +269,7 @@ apply_result(struct cond_call *c, struct http_response *res,
 			out, reason, &e);
 		free(out);
 		if (ok) {
-			decide_loop_wake_all();
+			decide_loop_wake();
 			/* not a worker's: update-v2 hands out nothing */
 			return true;
 		}

@@ -318,7 +318,7 @@ act(struct http_request *req, struct cond_call *c, enum action a,
 	if (!ok)
 		return false;
 	if (a == RESUME || a == SKIP || a == RESTART)
-		decide_loop_wake_all();
+		decide_loop_wake();
 	if (a == RETRY || a == RERUN) {
 		struct err se = ERR_INIT;
 		(void)queue_signal_send_all(c->db, &se);

@@ -517,7 +517,7 @@ workflows_action(struct http_request *req, struct http_response *res)
 		if (ok) {
 			if (which == RESUME || which == SKIP ||
 			    which == RESTART)
-				decide_loop_wake_all();
+				decide_loop_wake();
 			if (which == RETRY || which == RERUN) {
 				/* A task was queued outside the decider: wake
 				 * the polls that wait for it, here and
@@ -609,7 +609,7 @@ workflows_task_signal(struct http_request *req, struct http_response *res)
 			reason = "failed through the API";
 		if (subflows_complete_gate(db, ns_id, id, ref, status, out,
 					   complete ? NULL : reason, &e)) {
-			decide_loop_wake_all();
+			decide_loop_wake();
 			json_t *v =
 				json_pack("{s:s,s:s,s:s}", "workflowId", id,
 					  "taskRefName", ref, "status", status);

@@ -9,8 +9,10 @@
 #include <string.h>
 
 DB_STMT(db_caps_uuidv7, "SELECT uuidv7()::text");
+DB_STMT(db_generic_plans,
+	"SELECT set_config('plan_cache_mode', 'force_generic_plan', false)");
 
-struct db_stmt *const db_stmts[] = {&db_caps_uuidv7, NULL};
+struct db_stmt *const db_stmts[] = {&db_caps_uuidv7, &db_generic_plans, NULL};
 
 static enum err_code
 code_for_sqlstate(const char *s)
@@ -95,6 +97,9 @@ connect_checked(struct db *db, struct err *e)
 	if (!connect_raw(db, e))
 		return false;
 	if (!check_capabilities(db, e))
+		goto fail;
+	if ((db->flags & DB_GENERIC_PLANS) &&
+	    !db_run(db, &db_generic_plans, 0, NULL, e))
 		goto fail;
 	if ((db->flags & DB_PREPARE_ALL) && !db_prepare_all(db, e))
 		goto fail;

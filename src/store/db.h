@@ -29,6 +29,11 @@ enum { DB_VERSION_REQUIRED = 180000 };
 enum db_open_flags {
 	DB_PLAIN = 0,
 	DB_PREPARE_ALL = 1 << 0, /* prepare the whole registry on connect */
+	/* Plan each statement once (plan_cache_mode force_generic_plan), for
+	 * a connection that runs the same statements over and over: left to
+	 * choose, PostgreSQL can plan a statement over partitioned tables
+	 * afresh on every call, at several times the cost of running it. */
+	DB_GENERIC_PLANS = 1 << 1,
 };
 
 /* Connects and checks the server; on failure *out is NULL. */

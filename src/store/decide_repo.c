@@ -748,6 +748,26 @@ decide_apply_batch(struct db *db, struct decide_item *items, size_t n,
 }
 
 bool
+decide_warm(struct db *db, struct err *e)
+{
+	struct write_params none;
+	params_init(&none);
+	const char *ids[] = {"{}"};
+	const char *tasks[] = {"{}", "[]"};
+	PGresult *res = NULL;
+	bool ok = db_begin(db, e) &&
+		  (res = db_exec(db, &decide_load_executions, 1, ids, e));
+	PQclear(res);
+	res = NULL;
+	ok = ok && (res = db_exec(db, &decide_load_tasks_stmt, 2, tasks, e));
+	PQclear(res);
+	ok = ok && run_write(db, &none, "{}", NULL, e);
+	db_rollback(db); /* it wrote nothing; nothing to keep */
+	params_free(&none);
+	return ok;
+}
+
+bool
 decide_apply(struct db *db, const struct loaded_execution *x,
 	     const struct decide_rows *rows, bool *applied, struct err *e)
 {

@@ -154,6 +154,12 @@ struct decide_item {
  * for the items that have any.  Large payloads are offloaded first
  * (payload_repo.h).  Fails whole: the caller rolls back.
  */
+/* Plans the statements of a batch (claim aside) and loads the catalog
+ * entries they use, every partition's, by running them on input that
+ * matches no row, in a transaction rolled back: the connection's first
+ * batch then costs what the others cost (planned cold, it took most of a
+ * second). */
+bool decide_warm(struct db *db, struct err *e);
 bool decide_apply_batch(struct db *db, struct decide_item *items, size_t n,
 			const json_t *dequeue, struct err *e);
 
