@@ -20,7 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { IDLE_MS = 200, POSTPONE_MS = 5000, MAX_LOOPS = 16 };
+/* SHARE_AT: a batch this large (or a full one) wakes a resting loop to
+ * share what may follow: split over two loops, a batch's work outweighs
+ * the cost of a second batch. */
+enum { IDLE_MS = 200, POSTPONE_MS = 5000, MAX_LOOPS = 16, SHARE_AT = 32 };
 
 struct decide_loop {
 	struct loop_def def;
@@ -145,12 +148,29 @@ apply_timers(const struct loaded_execution *x, struct db *db,
 	return ok;
 }
 
+/* Whether an execution of def can have children to end with it: only a
+ * SUB_WORKFLOW task starts one, and a DYNAMIC or FORK_JOIN_DYNAMIC task
+ * may turn out to be one. */
+static bool
+may_have_children(const struct wf_def *def)
+{
+	for (size_t i = 0; i < def->n_tasks; i++) {
+		const char *type = def->by_ref[i]->type;
+		if (strcmp(type, "SUB_WORKFLOW") == 0 ||
+		    strcmp(type, "DYNAMIC") == 0 ||
+		    strcmp(type, "FORK_JOIN_DYNAMIC") == 0)
+			return true;
+	}
+	return false;
+}
+
 /* What the decision's sub-workflow, wait and event rows ask for, and, when
  * it ended the workflow, its parent, children and failure workflow
  * (engine/subflows.h), in the evaluation's transaction. */
 static bool
-apply_subflows(const struct loaded_execution *x, struct db *db,
-	       const struct decision *d, json_t *touched, struct err *e)
+apply_subflows(const struct loaded_execution *x, const struct wf_def *def,
+	       struct db *db, const struct decision *d, json_t *touched,
+	       struct err *e)
 {
 	if (!subflows_apply(db, x, d->tasks, e))
 		return false;
@@ -163,6 +183,10 @@ apply_subflows(const struct loaded_execution *x, struct db *db,
 	 * not look its definition up. */
 	bool failed = strcmp(status, "FAILED") == 0 ||
 		      strcmp(status, "TIMED_OUT") == 0;
+	/* A top-level workflow that started no child has no parent to tell
+	 * and no child to end: looking cost a statement per workflow. */
+	if (!failed && !x->parent_id[0] && !may_have_children(def))
+		return true;
 	return subflows_workflow_ended(db, x->ns_id, x->id, failed, touched, e);
 }
 
@@ -206,10 +230,11 @@ evaluate(struct decide_loop *dl, const struct loaded_execution *x,
  * sub-workflows, waits and events, and its ending. */
 static bool
 after_apply(struct decide_loop *dl, const struct loaded_execution *x,
-	    const struct decision *d, json_t *touched, struct err *e)
+	    const struct wf_def *def, const struct decision *d, json_t *touched,
+	    struct err *e)
 {
 	return apply_timers(x, dl->db, d, e) &&
-	       apply_subflows(x, dl->db, d, touched, e);
+	       apply_subflows(x, def, dl->db, d, touched, e);
 }
 
 /* An applied evaluation: its queues are signalled after the commit. */
@@ -301,7 +326,8 @@ evaluate_batch(struct decide_loop *dl, struct decide_batch *b,
 			dl->left_queued = true;
 			continue;
 		}
-		ok = after_apply(dl, items[k].x, &ds[at[k]], touched, &we);
+		ok = after_apply(dl, items[k].x, defs[at[k]].wf, &ds[at[k]],
+				 touched, &we);
 		if (ok)
 			count_applied(dl, &ds[at[k]], queues);
 		else
@@ -353,7 +379,7 @@ evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
 		struct decide_rows rows = {d.update, d.tasks, d.seen, d.cancel,
 					   d.events};
 		ok = decide_apply(dl->db, x, &rows, &applied, &we) &&
-		     (!applied || after_apply(dl, x, &d, touched, &we));
+		     (!applied || after_apply(dl, x, def, &d, touched, &we));
 	} else if (ok) {
 		ok = decide_dequeue(dl->db, x->id, &we);
 	}
@@ -484,6 +510,7 @@ run_batch(struct decide_loop *dl, struct err *e)
 	json_decref(queues);
 	json_decref(touched);
 	bool full = b.n == (size_t)dl->opts.batch_size;
+	bool share = full || b.n >= SHARE_AT;
 	decide_batch_free(&b);
 	/* A full batch, or one that left work queued, may have more behind
 	 * it: claim again at once.  A short one took all there was: anything
@@ -495,7 +522,7 @@ run_batch(struct decide_loop *dl, struct err *e)
 	dl->left_queued = false;
 	if (!ok && !redo)
 		return LOOP_ERROR;
-	if (full) { /* a backlog: a resting loop shares it */
+	if (share) { /* a backlog: a resting loop shares it */
 		pthread_mutex_lock(&loops_lock);
 		(void)wake_resting(dl);
 		pthread_mutex_unlock(&loops_lock);
@@ -506,7 +533,8 @@ run_batch(struct decide_loop *dl, struct err *e)
 /* Marked working while it runs: a wake then waits for this batch to end
  * (the loop claims again at once) rather than starting a second loop on
  * the little that came meanwhile, so a steady load is decided in batches
- * one loop gathers, not in one-workflow batches each loop takes. */
+ * one loop gathers, not in one-workflow batches each loop takes; a large
+ * batch brings in a second loop (SHARE_AT). */
 static enum loop_result
 tick(void *arg, struct arena *scratch, struct err *e)
 {
