@@ -15,7 +15,8 @@
  *                retried.
  *   workers      eight competing workers: no task handed out twice, every
  *                workflow completes; a task enqueued wakes one of the
- *                long-polls parked for it, not all of them.
+ *                long-polls parked for it, not all of them, on the
+ *                replica that enqueued it and on another.
  *   idempotency  twenty concurrent starts with one key make one execution
  *                (RETURN_EXISTING: one 201, the same id for all; FAIL: one
  *                201, nineteen 409).
@@ -871,6 +872,7 @@ Test(workers, eight_competing_workers_never_share_a_task)
 /* A long-poll parked on its own thread for one task of "woken". */
 struct parked_poll {
 	pthread_t t;
+	struct th_server *server;
 	int i;
 	long status;
 	size_t got;
@@ -887,8 +889,8 @@ parked_poll_main(void *arg)
 		 "{\"workerId\":\"parked-%d\",\"count\":1,\"waitMs\":%d}", p->i,
 		 PARK_WAIT_MS);
 	struct th_response r;
-	th_http(e2e_server(), "POST", NS "/queues/woken/poll", body,
-		strlen(body), &r);
+	th_http(p->server, "POST", NS "/queues/woken/poll", body, strlen(body),
+		&r);
 	p->status = r.status;
 	json_t *v = json_loadb(r.body, r.body_len, 0, NULL);
 	p->got = json_array_size(json_object_get(v, "tasks"));
@@ -911,49 +913,77 @@ metric_reaches(void *arg)
 	return m->seen >= m->want;
 }
 
-/* A task enqueued wakes as many parked long-polls as it needs, not every
- * one, and the server's own queue notification does not wake them again:
- * three polls for one task each park, one workflow starts, one poll gets
- * the task; the other two look again only when their wait ends.  Counted
- * in looks for tasks (nodeflow_queue_looks_total): each poll's first, the
- * woken one's, and the two at the end of their wait; waking every poll
- * would add two, and the notification's echo two more. */
-Test(workers, a_task_wakes_one_parked_poll_not_all)
+enum { PARKED = 3 };
+
+/*
+ * Parks PARKED polls for one task each of "woken" on server `at` (once its
+ * queue listener has connected, which wakes every poll), starts one
+ * workflow of "wakes" through server 0, waits for every poll's answer, and
+ * checks that one poll got the task and that server `at` counted 2 ×
+ * PARKED looks for tasks (nodeflow_queue_looks_total) meanwhile: each
+ * poll's first, the woken one's, and the others' at the end of their wait.
+ * Waking every poll would add PARKED - 1, and a process's own
+ * notification waking them again as many more.
+ */
+static void
+park_then_start(int at)
 {
-	enum { N = 3 };
-	e2e_start(NULL);
 	put_task_def("woken", 0, 300);
 	put_one_task_workflow("wakes", "woken");
-	/* The queue listener has connected (which wakes every poll). */
+	e2e_use(at);
 	struct gauge_probe ready = {
 		"nodeflow_loop_ticks_total{loop=\"queue-signal\"}", 1, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, metric_reaches, &ready),
 		  "the queue listener never ran");
 	cr_assert_eq(poll_count("woken", "warm"), 0);
 	long long looks = e2e_metric("nodeflow_queue_looks_total");
-
-	struct parked_poll ps[N];
-	for (int i = 0; i < N; i++) {
-		ps[i] = (struct parked_poll){.i = i};
+	struct parked_poll ps[PARKED];
+	for (int i = 0; i < PARKED; i++) {
+		ps[i] = (struct parked_poll){.server = e2e_server(), .i = i};
 		cr_assert(pthread_create(&ps[i].t, NULL, parked_poll_main,
 					 &ps[i]) == 0);
 	}
-	struct gauge_probe parked = {"nodeflow_http_parked", N, 0};
+	struct gauge_probe parked = {"nodeflow_http_parked", PARKED, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, metric_reaches, &parked),
-		  "%lld of %d polls parked", parked.seen, N);
+		  "%lld of %d polls parked", parked.seen, PARKED);
+	e2e_use(0);
 	char id[37];
 	e2e_start_workflow("wakes", json_pack("{s:i}", "n", 1), id);
 	size_t got = 0;
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < PARKED; i++) {
 		pthread_join(ps[i].t, NULL);
 		cr_assert_eq(ps[i].status, 200, "poll %d: %ld", i,
 			     ps[i].status);
 		got += ps[i].got;
 	}
 	cr_assert_eq(got, 1, "%zu tasks handed out", got);
-	cr_assert_eq(e2e_metric("nodeflow_queue_looks_total") - looks,
-		     N + 1 + (N - 1), "looks for tasks: %lld",
-		     e2e_metric("nodeflow_queue_looks_total") - looks);
+	e2e_use(at);
+	looks = e2e_metric("nodeflow_queue_looks_total") - looks;
+	e2e_use(0);
+	cr_assert_eq(looks, 2 * PARKED, "looks for tasks: %lld", looks);
+}
+
+/* A task enqueued wakes as many parked long-polls as it needs, not every
+ * one, and the server's own queue notification does not wake them again:
+ * one of three polls for one task each gets it, the other two look again
+ * only when their wait ends. */
+Test(workers, a_task_wakes_one_parked_poll_not_all)
+{
+	e2e_start(NULL);
+	park_then_start(0);
+}
+
+/* Across replicas: a task one replica's decider enqueues wakes, on
+ * another, as many parked polls as it needs (the notification carries the
+ * count).  The second replica serves the API only, so every decision is
+ * the first's; its polls are woken by the notification alone. */
+Test(workers, a_task_wakes_one_poll_parked_on_another_replica)
+{
+	const char *api_only[] = {"--roles", "api", NULL};
+	e2e_open();
+	e2e_serve(NULL);
+	e2e_serve(api_only);
+	park_then_start(1);
 }
 
 Test(workers, higher_priority_is_handed_out_first)
