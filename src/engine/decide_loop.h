@@ -17,6 +17,11 @@
  * it, a retry waits at least a minute, so a failing dependency cannot start
  * a retry storm.
  *
+ * New work wakes one loop: a steady load is decided in the batches one
+ * loop gathers while it works, and a large batch (or a full one) brings in
+ * a resting loop to share a backlog.  A loop's connection uses generic
+ * plans and plans its statements when it connects (decide_warm).
+ *
  * Threads: each loop has its own thread and connection; decide_loop_wake
  * may be called from any thread.  Failure: a batch that fails is rolled
  * back whole and retried after the loop skeleton's backoff.
