@@ -46,7 +46,21 @@ static pthread_mutex_t loops_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct decide_loop *loops[MAX_LOOPS];
 static size_t n_loops, next_wake;
 
-static bool wake_resting(const struct decide_loop *except);
+/* Wakes one loop other than `except` that is not working, if there is
+ * one; the lock is held. */
+static bool
+wake_resting(const struct decide_loop *except)
+{
+	for (size_t k = 0; k < n_loops; k++) {
+		struct decide_loop *dl = loops[(next_wake + k) % n_loops];
+		if (dl != except && !atomic_load(&dl->working)) {
+			next_wake = (next_wake + k + 1) % n_loops;
+			loop_wake(dl->loop);
+			return true;
+		}
+	}
+	return false;
+}
 
 /* The task definitions one evaluation looked up, released after it. */
 struct lookups {
@@ -148,22 +162,6 @@ apply_timers(const struct loaded_execution *x, struct db *db,
 	return ok;
 }
 
-/* Whether an execution of def can have children to end with it: only a
- * SUB_WORKFLOW task starts one, and a DYNAMIC or FORK_JOIN_DYNAMIC task
- * may turn out to be one. */
-static bool
-may_have_children(const struct wf_def *def)
-{
-	for (size_t i = 0; i < def->n_tasks; i++) {
-		const char *type = def->by_ref[i]->type;
-		if (strcmp(type, "SUB_WORKFLOW") == 0 ||
-		    strcmp(type, "DYNAMIC") == 0 ||
-		    strcmp(type, "FORK_JOIN_DYNAMIC") == 0)
-			return true;
-	}
-	return false;
-}
-
 /* What the decision's sub-workflow, wait and event rows ask for, and, when
  * it ended the workflow, its parent, children and failure workflow
  * (engine/subflows.h), in the evaluation's transaction. */
@@ -185,7 +183,7 @@ apply_subflows(const struct loaded_execution *x, const struct wf_def *def,
 		      strcmp(status, "TIMED_OUT") == 0;
 	/* A top-level workflow that started no child has no parent to tell
 	 * and no child to end: looking cost a statement per workflow. */
-	if (!failed && !x->parent_id[0] && !may_have_children(def))
+	if (!failed && !x->parent_id[0] && !def->starts_children)
 		return true;
 	return subflows_workflow_ended(db, x->ns_id, x->id, failed, touched, e);
 }
@@ -244,9 +242,10 @@ count_applied(struct decide_loop *dl, const struct decision *d, json_t *queues)
 	size_t i;
 	json_t *row;
 	json_array_foreach (d->tasks, i, row) {
-		json_t *q = json_object_get(row, "queueName");
+		const char *q =
+			json_string_value(json_object_get(row, "queueName"));
 		if (q)
-			json_array_append(queues, q);
+			queue_signal_add(queues, q, 1);
 		const char *type =
 			json_string_value(json_object_get(row, "taskType"));
 		const struct task_kind *k = type ? task_kind_find(type) : NULL;
@@ -466,7 +465,7 @@ run_batch(struct decide_loop *dl, struct err *e)
 		else
 			refs[i] = json_array();
 	}
-	json_t *queues = json_array();
+	json_t *queues = json_object();
 	json_t *touched = json_array();
 	bool guarded = dl->guarded;
 	dl->guarded = false;
@@ -482,9 +481,9 @@ run_batch(struct decide_loop *dl, struct err *e)
 		db_rollback(dl->db);
 		dl->guarded = true;
 		dl->system_enqueued = false;
-		json_array_clear(queues);
+		json_object_clear(queues);
 	}
-	if (ok && !redo && json_array_size(queues)) {
+	if (ok && !redo && json_object_size(queues)) {
 		/* Other replicas' polls: one notification for the whole
 		 * batch, delivered at its commit. */
 		ok = queue_signal_send(dl->db, queues, e);
@@ -593,22 +592,6 @@ decide_loops_stop(void)
 	pthread_mutex_unlock(&loops_lock);
 	for (size_t i = 0; i < n; i++)
 		loop_stop(stopping[i]);
-}
-
-/* Wakes one loop other than `except` that is not working, if there is
- * one; the lock is held. */
-static bool
-wake_resting(const struct decide_loop *except)
-{
-	for (size_t k = 0; k < n_loops; k++) {
-		struct decide_loop *dl = loops[(next_wake + k) % n_loops];
-		if (dl != except && !atomic_load(&dl->working)) {
-			next_wake = (next_wake + k + 1) % n_loops;
-			loop_wake(dl->loop);
-			return true;
-		}
-	}
-	return false;
 }
 
 void

@@ -1101,6 +1101,19 @@ collect_required(struct parser *p, struct wf_def *def)
 	}
 }
 
+static bool
+starts_children(const struct parser *p)
+{
+	for (size_t i = 0; i < p->n_all; i++) {
+		const char *type = p->all[i]->type;
+		if (type && (strcmp(type, "SUB_WORKFLOW") == 0 ||
+			     strcmp(type, "DYNAMIC") == 0 ||
+			     strcmp(type, "FORK_JOIN_DYNAMIC") == 0))
+			return true;
+	}
+	return false;
+}
+
 static void
 parse_workflow_fields(struct parser *p, const json_t *doc, struct wf_def *def)
 {
@@ -1180,6 +1193,7 @@ dsl_workflow_parse_partial(const json_t *doc, struct wf_def **out,
 			    p.all[i]->ref)
 				p.all[i]->kind->validate(p.all[i], def, errs);
 		collect_required(&p, def);
+		def->starts_children = starts_children(&p);
 	}
 	free(p.all);
 	*out = def;

@@ -120,6 +120,9 @@ struct wf_def {
 	/* Names of worker tasks that need a registered definition. */
 	char **required_task_defs;
 	size_t n_required_task_defs;
+	/* Whether a task may start a child workflow: a SUB_WORKFLOW, or a
+	 * DYNAMIC or FORK_JOIN_DYNAMIC task that may turn out to be one. */
+	bool starts_children;
 	/* Task references the workflow's outputParameters read. */
 	char **refs_used;
 	size_t n_refs_used;

@@ -36,39 +36,12 @@ make_origin(void)
 	snprintf(origin, sizeof(origin), "@%s", id);
 }
 
-/* Calls fn once per distinct queue name with the times it is named. */
-static void
-each_queue(const json_t *queues,
-	   void (*fn)(const char *name, unsigned long n, void *arg), void *arg)
+void
+queue_signal_add(json_t *queues, const char *queue, unsigned long tasks)
 {
-	size_t i;
-	json_t *q;
-	json_array_foreach (queues, i, q) {
-		const char *name = json_string_value(q);
-		if (!name)
-			continue;
-		bool seen = false;
-		for (size_t k = 0; k < i && !seen; k++) {
-			const char *other =
-				json_string_value(json_array_get(queues, k));
-			seen = other && strcmp(other, name) == 0;
-		}
-		if (seen)
-			continue;
-		unsigned long n = 1;
-		for (size_t k = i + 1; k < json_array_size(queues); k++) {
-			const char *other =
-				json_string_value(json_array_get(queues, k));
-			n += other && strcmp(other, name) == 0;
-		}
-		fn(name, n, arg);
-	}
-}
-
-static void
-put_line(const char *name, unsigned long n, void *arg)
-{
-	sb_printf(arg, "\n%s\t%lu", name, n);
+	json_int_t had = json_integer_value(json_object_get(queues, queue));
+	json_object_set_new(queues, queue,
+			    json_integer(had + (json_int_t)tasks));
 }
 
 static bool
@@ -78,8 +51,12 @@ send_payload(struct db *db, const json_t *queues, struct err *e)
 	struct strbuf sb = STRBUF_INIT;
 	sb_puts(&sb, origin);
 	size_t head = sb.len;
+	const char *name;
+	json_t *count;
 	if (queues)
-		each_queue(queues, put_line, &sb);
+		json_object_foreach ((json_t *)queues, name, count)
+			sb_printf(&sb, "\n%s\t%lu", name,
+				  (unsigned long)json_integer_value(count));
 	if (!queues || sb.len > MAX_PAYLOAD) {
 		sb.len = head;
 		sb_puts(&sb, "\n*");
@@ -101,18 +78,16 @@ queue_signal_send_all(struct db *db, struct err *e)
 	return send_payload(db, NULL, e);
 }
 
-static void
-deliver(const char *name, unsigned long n, void *arg)
-{
-	(void)arg;
-	listener.fn(name, n, listener.arg);
-}
-
 void
 queue_signal_local(const json_t *queues)
 {
-	if (atomic_load(&listening))
-		each_queue(queues, deliver, NULL);
+	if (!atomic_load(&listening))
+		return;
+	const char *name;
+	json_t *count;
+	json_object_foreach ((json_t *)queues, name, count)
+		listener.fn(name, (unsigned long)json_integer_value(count),
+			    listener.arg);
 }
 
 /* One line of a payload: "*", a queue name, or a name, a tab and a count. */

@@ -4,9 +4,9 @@
  * them than the work can use.
  *
  * A signal names queues, each with how many tasks were enqueued on it (a
- * JSON array of queue names, one entry per task).  queue_signal_local
- * hands it to this process's parked polls through the callback given to
- * queue_signal_start; queue_signal_send raises one
+ * JSON object of queue name to count, built with queue_signal_add).
+ * queue_signal_local hands it to this process's parked polls through the
+ * callback given to queue_signal_start; queue_signal_send raises one
  * "node_flow_task_queues" notification carrying it to the other replicas
  * (one per batch, never one per task: NOTIFY serialises committing
  * transactions).  Sent inside a transaction, it is delivered at commit.
@@ -36,8 +36,10 @@ struct db;
  * every poll); queue NULL means every queue. */
 typedef void queue_signal_fn(const char *queue, unsigned long tasks, void *arg);
 
-/* Notifies the other replicas.  queues: a JSON array of queue names, one
- * entry per task enqueued. */
+/* Counts `tasks` more enqueued on queue in queues (a JSON object). */
+void queue_signal_add(json_t *queues, const char *queue, unsigned long tasks);
+/* Notifies the other replicas of what queues counts (nothing when it is
+ * empty). */
 bool queue_signal_send(struct db *db, const json_t *queues, struct err *e);
 /* Notifies the other replicas that any queue may have work. */
 bool queue_signal_send_all(struct db *db, struct err *e);

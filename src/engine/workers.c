@@ -197,13 +197,12 @@ signal_queue(struct db *db, const struct queue_ref *q, size_t places)
 {
 	char queue[512];
 	workers_queue_name(q, queue, sizeof(queue));
-	json_t *names = json_array();
-	for (size_t i = 0; i < places; i++)
-		json_array_append_new(names, json_string(queue));
+	json_t *queues = json_object();
+	queue_signal_add(queues, queue, places);
 	struct err se = ERR_INIT;
-	(void)queue_signal_send(db, names, &se);
-	queue_signal_local(names);
-	json_decref(names);
+	(void)queue_signal_send(db, queues, &se);
+	queue_signal_local(queues);
+	json_decref(queues);
 }
 
 static bool

@@ -754,14 +754,10 @@ decide_warm(struct db *db, struct err *e)
 	params_init(&none);
 	const char *ids[] = {"{}"};
 	const char *tasks[] = {"{}", "[]"};
-	PGresult *res = NULL;
 	bool ok = db_begin(db, e) &&
-		  (res = db_exec(db, &decide_load_executions, 1, ids, e));
-	PQclear(res);
-	res = NULL;
-	ok = ok && (res = db_exec(db, &decide_load_tasks_stmt, 2, tasks, e));
-	PQclear(res);
-	ok = ok && run_write(db, &none, "{}", NULL, e);
+		  db_run(db, &decide_load_executions, 1, ids, e) &&
+		  db_run(db, &decide_load_tasks_stmt, 2, tasks, e) &&
+		  run_write(db, &none, "{}", NULL, e);
 	db_rollback(db); /* it wrote nothing; nothing to keep */
 	params_free(&none);
 	return ok;

@@ -19,7 +19,8 @@
  *   operators  nested lists (decisionCases, defaultCase, forkTasks,
  *              loopOver) with their owner, case and paths; each operator's
  *              own fields checked at their paths; one reference namespace
- *              across nested lists.
+ *              across nested lists; whether the definition can start a
+ *              child workflow.
  */
 #include "engine/dsl.h"
 
@@ -1131,4 +1132,28 @@ Test(operators, nested_tasks_share_the_reference_namespace)
 				      "a", ",\"type\":\"NOOP\"") "]}")),
 		"$.tasks[1].decisionCases['x'][0].taskReferenceName",
 		"duplicate taskReferenceName");
+}
+
+/* starts_children: a SUB_WORKFLOW anywhere, or a DYNAMIC task (which may
+ * turn out to be one); operators alone start none. */
+Test(operators, starts_children_when_a_task_may_start_a_child)
+{
+	struct wf_def *def = workflow_ok(WF(T("a", ",\"type\":\"NOOP\"")));
+	cr_assert_not(def->starts_children);
+	wf_def_free(def);
+	def = workflow_ok(WF(T(
+		"f",
+		",\"type\":\"FORK_JOIN\",\"forkTasks\":[[" T(
+			"c",
+			",\"type\":\"SUB_WORKFLOW\","
+			"\"subWorkflowParam\":{\"name\":\"child\"}") "]]") "," T("j",
+										 ",\"type\":\"JOIN\",\"joinOn\":[\"c\"]")));
+	cr_assert(def->starts_children);
+	wf_def_free(def);
+	def = workflow_ok(WF(T("d", ",\"type\":\"DYNAMIC\","
+				    "\"dynamicTaskNameParam\":\"t\","
+				    "\"inputParameters\":{\"t\":\"${workflow."
+				    "input.t}\"}")));
+	cr_assert(def->starts_children);
+	wf_def_free(def);
 }
