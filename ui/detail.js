@@ -5,7 +5,7 @@
 // refusal shown).  The history kept in the page is bounded (MAX_EVENTS);
 // leaving the page closes the stream.
 
-import { h, clear, badge, fmtTime, fmtDuration, duration, toast, confirmDialog, errorBox, errorText, notAvailable } from './dom.js';
+import { h, clear, keepFocus, badge, fmtTime, fmtDuration, duration, toast, confirmDialog, errorBox, errorText, notAvailable } from './dom.js';
 import { get, post, nsPath, stream, poller, query } from './api.js';
 import { href } from './app.js';
 import { jsonView } from './json.js';
@@ -131,10 +131,12 @@ export async function detailPage(view, { parts, params }) {
   }
 
   function renderGraph() {
-    drawGraph(graphBox, graphDef(), { tasks: wf.tasks || [], selected, onSelect: selectTask });
+    keepFocus(graphBox, () => drawGraph(graphBox, graphDef(), { tasks: wf.tasks || [], selected, onSelect: selectTask }));
   }
 
-  function renderTimeline() {
+  function renderTimeline() { keepFocus(timeline, drawTimeline); }
+
+  function drawTimeline() {
     const tasks = (wf.tasks || []).slice(0, 300);
     const t0 = Date.parse(wf.startedAt);
     const t1 = Math.max(wf.endedAt ? Date.parse(wf.endedAt) : Date.now(), ...tasks.map(t => Date.parse(t.endedAt || t.startedAt || t.scheduledAt) || 0), t0 + 1);

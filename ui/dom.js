@@ -25,6 +25,22 @@ function append(el, children) {
 
 export function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); return el; }
 
+// Redraws what is inside box and puts the keyboard's focus back where it
+// was: on the element with the same data-ref (the nth of that ref, for
+// lists that repeat one). A live refresh or a selection redraws the graph
+// and the timeline; without this, focus fell to the page and the next key
+// pressed went nowhere.
+export function keepFocus(box, redraw) {
+  const at = document.activeElement;
+  const ref = at && box.contains(at) ? at.closest('[data-ref]') : null;
+  const nth = ref ? [...box.querySelectorAll('[data-ref]')].filter(e => e.dataset.ref === ref.dataset.ref).indexOf(ref) : -1;
+  redraw();
+  if (!ref) return;
+  const same = [...box.querySelectorAll('[data-ref]')].filter(e => e.dataset.ref === ref.dataset.ref);
+  const to = same[Math.min(nth, same.length - 1)];
+  if (to) to.focus({ preventScroll: true });
+}
+
 export function badge(status) {
   return h('span', { class: 'badge s-' + (status || 'none'), text: status || '—' });
 }

@@ -420,6 +420,10 @@ const scenarios = {
     await node.focus();
     await page.keyboard.press('Enter');
     await page.locator('#task-panel .attempt').first().waitFor();
+    // Choosing the node redrew the graph: the focus is on the node again,
+    // not on the page (a live refresh redraws it the same way).
+    assert.equal(await page.evaluate(() => document.activeElement?.closest('g.node')?.dataset.ref), 'approval',
+      'the focus left the graph when it was redrawn');
   },
 
   async big(page) {
