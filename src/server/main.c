@@ -41,6 +41,7 @@
 #include "store/migrate.h"
 #include "store/payload_repo.h"
 #include "store/pool.h"
+#include "util/timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,16 +336,18 @@ cmd_cli(int argc, char **argv)
 }
 
 /*
- * Checks the database before serving.  A database of the wrong version is
+ * Checks the database before serving.  A database of the wrong version, or
+ * one whose schema a statement of this binary does not prepare against, is
  * fatal; an unreachable one or one with migrations pending is not (readyz
- * reports it until it is fixed).  Returns the pool flags to use.
+ * reports it until it is fixed).  *ready: reachable, migrated, and every
+ * statement prepared.
  */
 static bool
-preflight(const struct config *cfg, unsigned *pool_flags)
+preflight(const struct config *cfg, bool *ready)
 {
 	struct db *db;
 	struct err e = ERR_INIT;
-	*pool_flags = DB_PLAIN;
+	*ready = false;
 	if (!db_open(&db, cfg->database_url, DB_PLAIN, &e)) {
 		if (e.code == ERR_VERSION) {
 			log_error("server", "%s", e.msg);
@@ -381,7 +384,7 @@ preflight(const struct config *cfg, unsigned *pool_flags)
 		log_error("server", "%s; serving anyway, /readyz reports it",
 			  e.msg);
 	} else {
-		*pool_flags = DB_PREPARE_ALL;
+		*ready = true;
 	}
 	migrate_status_free(&st);
 	db_close(db);
@@ -415,8 +418,8 @@ cmd_serve(struct command_line *cl)
 		return EXIT_USAGE;
 	}
 	signals_install();
-	unsigned pool_flags;
-	if (!preflight(cfg, &pool_flags))
+	bool ready;
+	if (!preflight(cfg, &ready))
 		return EXIT_FAILURE;
 	struct err pe = ERR_INIT;
 	if (!payload_configure(cfg->payload_store, cfg->payload_offload_bytes,
@@ -428,10 +431,25 @@ cmd_serve(struct command_line *cl)
 	struct app app = {
 		.cfg = cfg,
 		.pool = db_pool_create(cfg->database_url,
-				       (int)cfg->db_pool_size, pool_flags),
+				       (int)cfg->db_pool_size, DB_PLAIN),
 		.started_at = (int64_t)time(NULL),
 	};
 	db_pool_set_queue(app.pool, (int)cfg->db_queue);
+	if (ready && has_role(cfg->roles, "api")) {
+		/* The database is there and migrated: connect the HTTP
+		 * threads' share of the pool now rather than on the first
+		 * requests, which would each wait on a new backend.  Pooled
+		 * connections prepare a statement when they first run it
+		 * (preflight checked them all). */
+		int64_t t0 = mono_ms();
+		int want = (int)(cfg->http_threads < cfg->db_pool_size
+					 ? cfg->http_threads
+					 : cfg->db_pool_size);
+		int got = db_pool_fill(app.pool, want);
+		log_debug("server",
+			  "%d of %d pool connections opened in %lld ms", got,
+			  want, (long long)(mono_ms() - t0));
+	}
 	struct http_server *http = NULL;
 	workers_set_semaphore_default_permits(
 		(int)cfg->semaphore_default_permits);

@@ -111,6 +111,52 @@ open_one(struct db_pool *p, struct err *e)
 	return ok ? db : NULL;
 }
 
+struct fill_job {
+	struct db_pool *pool;
+	pthread_t thread;
+	bool started;
+	struct db *db;
+};
+
+static void *
+fill_one(void *arg)
+{
+	struct fill_job *j = arg;
+	struct err e = ERR_INIT;
+	j->db = open_one(j->pool, &e);
+	return NULL;
+}
+
+int
+db_pool_fill(struct db_pool *p, int n)
+{
+	pthread_mutex_lock(&p->lock);
+	int k = n < p->size - p->open ? n : p->size - p->open;
+	if (k < 0)
+		k = 0;
+	p->open += k; /* the slots are reserved; open_one gives back failures */
+	pthread_mutex_unlock(&p->lock);
+	struct fill_job *jobs = xcalloc((size_t)(k ? k : 1), sizeof(*jobs));
+	for (int i = 0; i < k; i++) {
+		jobs[i].pool = p;
+		jobs[i].started = pthread_create(&jobs[i].thread, NULL,
+						 fill_one, &jobs[i]) == 0;
+		if (!jobs[i].started)
+			fill_one(&jobs[i]);
+	}
+	int opened = 0;
+	for (int i = 0; i < k; i++) {
+		if (jobs[i].started)
+			pthread_join(jobs[i].thread, NULL);
+		if (jobs[i].db) {
+			db_pool_release(p, jobs[i].db);
+			opened++;
+		}
+	}
+	free(jobs);
+	return opened;
+}
+
 struct db *
 db_pool_acquire(struct db_pool *p, int timeout_ms, struct err *e)
 {

@@ -707,6 +707,43 @@ Test(server, metrics_are_prometheus_text)
 	stop_server();
 }
 
+/* nodeflow_db_pool_connections, read before any request used the pool. */
+static long
+pool_connections(void)
+{
+	struct th_response r;
+	th_http(&srv, "GET", "/metrics", NULL, 0, &r);
+	cr_assert_eq(r.status, 200);
+	const char *at = strstr(r.body, "\nnodeflow_db_pool_connections ");
+	cr_assert_not_null(at, "%s", r.body);
+	long n = strtol(at + strlen("\nnodeflow_db_pool_connections "), NULL,
+			10);
+	th_response_free(&r);
+	return n;
+}
+
+/* On a migrated database the HTTP threads' share of the pool is connected
+ * before the server listens, so the first requests do not each wait on a
+ * new backend; on a database not ready to serve, nothing is connected
+ * ahead. */
+Test(server, pool_is_connected_before_the_first_request)
+{
+	const char *flags[] = {"--http-threads", "3", "--db-pool-size", "5",
+			       NULL};
+	start_on_clone(flags);
+	cr_assert_eq(pool_connections(), 3);
+	stop_server();
+
+	th_db_clone(&db);
+	PGconn *c = th_connect(db.url);
+	th_exec(c, "DELETE FROM \"SchemaMigrations\" WHERE \"name\" = "
+		   "'0002_engine'");
+	PQfinish(c);
+	th_server_start(&srv, db.url, flags);
+	cr_assert_eq(pool_connections(), 0);
+	stop_server();
+}
+
 /* --------------------------------------------------------------- errors */
 
 Test(server, unknown_path_is_a_json_404)

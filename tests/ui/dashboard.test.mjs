@@ -427,9 +427,9 @@ const scenarios = {
   },
 
   async big(page) {
-    // From the definitions page to the list: a cold load first (it also
-    // opens the server's pooled connections, each preparing every
-    // statement, and loads the browser's modules), then
+    // From the definitions page to the list: a cold load first (its
+    // statements are prepared on the server's pooled connections, and the
+    // browser loads its modules), then
     // NODEFLOW_UI_BIG_RUNS (1) warm ones, what a person sees after that:
     // timed in the page, from the navigation to the frame after the 50 rows
     // are drawn (bench/ui-list.sh prints the figures).
@@ -443,7 +443,7 @@ const scenarios = {
       const m = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map(x => [x.name, x.value]));
       return { script: m.ScriptDuration * 1000, style: m.RecalcStyleDuration * 1000, layout: m.LayoutDuration * 1000, layouts: m.LayoutCount, styles: m.RecalcStyleCount };
     };
-    page.setDefaultTimeout(60000); // a loaded machine: the first load opens every pooled connection
+    page.setDefaultTimeout(60000); // a loaded machine: the first load prepares its statements
     for (let i = 0; i <= runs; i++) {
       await page.goto(`${BASE}/#/definitions?ns=default`);
       await page.locator('#wf-defs').waitFor();
