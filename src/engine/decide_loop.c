@@ -1,5 +1,6 @@
 #include "engine/decide_loop.h"
 
+#include "engine/decide_signal.h"
 #include "engine/decider.h"
 #include "engine/defcache.h"
 #include "engine/queue_signal.h"
@@ -23,7 +24,7 @@
 /* SHARE_AT: a batch this large (or a full one) wakes a resting loop to
  * share what may follow: split over two loops, a batch's work outweighs
  * the cost of a second batch. */
-enum { IDLE_MS = 200, POSTPONE_MS = 5000, MAX_LOOPS = 16, SHARE_AT = 32 };
+enum { POSTPONE_MS = 5000, MAX_LOOPS = 16, SHARE_AT = 32 };
 
 struct decide_loop {
 	struct loop_def def;
@@ -564,7 +565,7 @@ decide_loop_start(const struct decide_loop_opts *o)
 		.name = "decider",
 		.tick = tick,
 		.finish = finish,
-		.interval_ms = IDLE_MS,
+		.interval_ms = o->interval_ms,
 		.max_backoff_ms = 10000,
 	};
 	dl->m_decisions =
@@ -598,6 +599,11 @@ void
 decide_loop_wake(void)
 {
 	pthread_mutex_lock(&loops_lock);
+	if (n_loops == 0) { /* an api-only replica: the engine replicas' */
+		pthread_mutex_unlock(&loops_lock);
+		decide_signal_raise();
+		return;
+	}
 	bool working = false;
 	for (size_t i = 0; i < n_loops && !working; i++) {
 		if (atomic_load(&loops[i]->working)) {

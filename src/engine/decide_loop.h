@@ -37,6 +37,7 @@
 struct decide_loop_opts {
 	const char *database_url;
 	int batch_size;
+	int interval_ms; /* the idle look's period */
 	int retry_budget_per_minute;
 };
 
@@ -45,7 +46,9 @@ void decide_loop_start(const struct decide_loop_opts *o);
 /* Stops every decide loop of this process and waits for them. */
 void decide_loops_stop(void);
 /* New work was enqueued: wakes one decide loop of this process, or, when
- * one is working, has it claim again as soon as its batch is done. */
+ * one is working, has it claim again as soon as its batch is done.  In a
+ * process that runs none, raises the decide signal (decide_signal.h) for
+ * the other replicas'. */
 void decide_loop_wake(void);
 
 #endif

@@ -116,6 +116,9 @@ static const struct config_def defs[] = {
 	INT("decider-batch", "NODEFLOW_DECIDER_BATCH", "64", 1, 10000,
 	    decider_batch,
 	    "workflows one decider transaction evaluates at most"),
+	INT("decider-interval-ms", "NODEFLOW_DECIDER_INTERVAL_MS", "200", 10,
+	    600000, decider_interval_ms,
+	    "how often an idle decider looks for work nobody woke it for"),
 	INT("retry-budget-per-minute", "NODEFLOW_RETRY_BUDGET_PER_MINUTE",
 	    "600", 1, 1000000, retry_budget_per_minute,
 	    "retries of one task definition per minute before further retries "

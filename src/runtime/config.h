@@ -50,6 +50,7 @@ struct config {
 	long timers_retention_hours;
 	long decider_threads;
 	long decider_batch;
+	long decider_interval_ms;
 	long retry_budget_per_minute;
 	long sweeper_interval_ms;
 	long timers_interval_ms;

@@ -19,6 +19,7 @@
  */
 #include "cli/cli.h"
 #include "engine/decide_loop.h"
+#include "engine/decide_signal.h"
 #include "engine/partitions.h"
 #include "engine/payloads.h"
 #include "engine/queue_signal.h"
@@ -498,6 +499,7 @@ cmd_serve(struct command_line *cl)
 	struct loop *partitions = NULL, *sweeper = NULL, *signals = NULL;
 	struct loop *timers = NULL;
 	struct loop *polls = NULL;
+	struct loop *decide_listen = NULL;
 	struct loop *payloads = NULL;
 	if (http) { /* work enqueued by any replica wakes this one's polls */
 		signals =
@@ -510,11 +512,14 @@ cmd_serve(struct command_line *cl)
 		struct decide_loop_opts d = {
 			.database_url = cfg->database_url,
 			.batch_size = (int)cfg->decider_batch,
+			.interval_ms = (int)cfg->decider_interval_ms,
 			.retry_budget_per_minute =
 				(int)cfg->retry_budget_per_minute,
 		};
 		for (long i = 0; i < cfg->decider_threads; i++)
 			decide_loop_start(&d);
+		/* Decisions enqueued by api-only replicas. */
+		decide_listen = decide_signal_listen(cfg->database_url);
 		sweeper = sweeper_start(cfg->database_url,
 					(int)cfg->sweeper_interval_ms, wake_all,
 					http);
@@ -541,6 +546,10 @@ cmd_serve(struct command_line *cl)
 				cfg->outbox_dead_letter_retention_hours,
 		};
 		relay_start(&ro);
+	} else if (http) {
+		/* No decider here: the engine replicas' are told of the
+		 * decisions this one enqueues. */
+		decide_signal_send_start(cfg->database_url);
 	}
 
 	if (http) {
@@ -559,7 +568,9 @@ cmd_serve(struct command_line *cl)
 		;
 	log_info("server", "shutting down");
 	/* Loops that call into the HTTP server stop first. */
+	loop_stop(decide_listen);
 	decide_loops_stop();
+	decide_signal_send_stop();
 	systasks_stop();
 	relay_stop();
 	loop_stop(sweeper);

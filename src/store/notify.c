@@ -18,6 +18,8 @@ DB_STMT(notify_listen_queues, "LISTEN \"node_flow_task_queues\"");
 DB_STMT(notify_listen_outbox, "LISTEN \"node_flow_outbox\"");
 DB_STMT(notify_send_queues,
 	"SELECT pg_notify('node_flow_task_queues', $1)::text");
+DB_STMT(notify_listen_decide, "LISTEN \"node_flow_decide\"");
+DB_STMT(notify_send_decide, "SELECT pg_notify('node_flow_decide', '')::text");
 
 /* The trigger on "WorkflowEvents" notifies only while a row here is
  * alive (migration 0008). */
@@ -34,8 +36,10 @@ DB_STMT(notify_live_release_stmt,
 	" OR \"expiresAt\" < now() - interval '1 hour'");
 
 struct db_stmt *const notify_stmts[] = {
-	&notify_listen_events,  &notify_listen_queues,     &notify_send_queues,
-	&notify_live_hold_stmt, &notify_live_release_stmt, NULL};
+	&notify_listen_events,     &notify_listen_queues,
+	&notify_send_queues,       &notify_listen_decide,
+	&notify_send_decide,       &notify_live_hold_stmt,
+	&notify_live_release_stmt, NULL};
 /* The outbox relays' channel (its own array: one line in the registry). */
 struct db_stmt *const notify_outbox_stmts[] = {&notify_listen_outbox, NULL};
 
@@ -44,6 +48,12 @@ notify_queues(struct db *db, const char *payload, struct err *e)
 {
 	const char *params[] = {payload};
 	return db_run(db, &notify_send_queues, 1, params, e);
+}
+
+bool
+notify_decide(struct db *db, struct err *e)
+{
+	return db_run(db, &notify_send_decide, 0, NULL, e);
 }
 
 bool
@@ -75,6 +85,8 @@ notify_open(const char *url, const char *channel, struct err *e)
 		listen = &notify_listen_queues;
 	else if (strcmp(channel, "node_flow_outbox") == 0)
 		listen = &notify_listen_outbox;
+	else if (strcmp(channel, "node_flow_decide") == 0)
+		listen = &notify_listen_decide;
 	else {
 		err_set(e, ERR_INVALID, "unknown notification channel \"%s\"",
 			channel);

@@ -26,11 +26,16 @@ typedef void notify_fn(const char *payload, void *arg);
  * notify_queues after work was enqueued, so that long-polls parked on
  * other replicas look again; "node_flow_outbox" (empty payload), raised by
  * the trigger on "OutboxEvents" and by a dead-letter replay, so that the
- * relays look for deliverable rows. */
+ * relays look for deliverable rows; "node_flow_decide" (empty payload),
+ * raised by a replica that runs no decider after it enqueued decisions,
+ * so that the engine replicas' deciders look at once. */
 
 /* Sends a "node_flow_task_queues" notification (at the commit of the
  * connection's transaction, or at once outside one). */
 bool notify_queues(struct db *db, const char *payload, struct err *e);
+
+/* Sends a "node_flow_decide" notification (engine/decide_signal.h). */
+bool notify_decide(struct db *db, struct err *e);
 
 /* "node_flow_workflow_events" is raised only while some process holds
  * live streams: notify_live_hold registers (or refreshes) process_id as

@@ -986,6 +986,40 @@ Test(workers, a_task_wakes_one_poll_parked_on_another_replica)
 	park_then_start(1);
 }
 
+/*
+ * A replica that runs no decider (--roles api) tells the others' deciders
+ * of what it enqueues for them: a start there, and then its task's result,
+ * are decided within the test's deadline although the engine replica looks
+ * on its own only once a minute (--decider-interval-ms), so only the
+ * decide signal can have woken it.
+ */
+Test(workers, an_api_only_replica_wakes_another_replicas_decider)
+{
+	const char *engine[] = {"--decider-interval-ms", "60000", NULL};
+	const char *api_only[] = {"--roles", "api", NULL};
+	e2e_open();
+	e2e_serve(engine);
+	e2e_serve(api_only);
+	struct gauge_probe listening = {
+		"nodeflow_loop_ticks_total{loop=\"decide-listen\"}", 1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, metric_reaches, &listening),
+		  "the engine replica never listened");
+	e2e_use(1);
+	put_task_def("signalled", 0, 300);
+	put_one_task_workflow("signals", "signalled");
+	char id[37];
+	e2e_start_workflow("signals", json_pack("{s:i}", "n", 1), id);
+	json_t *t = poll_one("signalled", "w1", DECIDE_TIMEOUT_MS);
+	cr_assert_str_eq(e2e_str_at(t, "workflowId"), id);
+	cr_assert_eq(complete("signalled", e2e_str_at(t, "id"), "w1",
+			      json_pack("{s:b}", "ok", 1)),
+		     200, "%s", e2e_last_body);
+	json_decref(t);
+	json_decref(e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS));
+	cr_assert_geq(e2e_metric("nodeflow_decide_signals_sent_total"), 2);
+	e2e_use(0);
+}
+
 Test(workers, higher_priority_is_handed_out_first)
 {
 	e2e_start(NULL);
