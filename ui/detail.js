@@ -114,7 +114,9 @@ export async function detailPage(view, { parts, params }) {
     }
   }
 
-  function renderActions() {
+  function renderActions() { keepFocus(actions, drawActions, 'action'); }
+
+  function drawActions() {
     clear(actions);
     const s = wf.status;
     const btn = (label, enabled, fn, cls = '') => {
@@ -167,7 +169,9 @@ export async function detailPage(view, { parts, params }) {
     renderTask();
   }
 
-  function renderTask() {
+  function renderTask() { keepFocus(taskBox, drawTask, 'action'); }
+
+  function drawTask() {
     clear(taskBox);
     if (!selected) { taskBox.append(h('p', { class: 'muted' }, 'Choose a task in the graph or the timeline.')); return; }
     const attempts = (wf.tasks || []).filter(t => t.refName === selected || String(t.refName).replace(/__\d+$/, '') === selected);

@@ -26,17 +26,19 @@ function append(el, children) {
 export function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); return el; }
 
 // Redraws what is inside box and puts the keyboard's focus back where it
-// was: on the element with the same data-ref (the nth of that ref, for
-// lists that repeat one). A live refresh or a selection redraws the graph
-// and the timeline; without this, focus fell to the page and the next key
-// pressed went nowhere.
-export function keepFocus(box, redraw) {
+// was: on the element with the same data-<key> (the nth of that value, for
+// lists that repeat one). A live refresh or a selection redraws the graph,
+// the timeline and the action buttons; without this, focus fell to the
+// page and the next key pressed went nowhere.
+export function keepFocus(box, redraw, key = 'ref') {
+  const sel = `[data-${key}]`;
+  const like = (v) => [...box.querySelectorAll(sel)].filter(e => e.dataset[key] === v);
   const at = document.activeElement;
-  const ref = at && box.contains(at) ? at.closest('[data-ref]') : null;
-  const nth = ref ? [...box.querySelectorAll('[data-ref]')].filter(e => e.dataset.ref === ref.dataset.ref).indexOf(ref) : -1;
+  const was = at && box.contains(at) ? at.closest(sel) : null;
+  const nth = was ? like(was.dataset[key]).indexOf(was) : -1;
   redraw();
-  if (!ref) return;
-  const same = [...box.querySelectorAll('[data-ref]')].filter(e => e.dataset.ref === ref.dataset.ref);
+  if (!was) return;
+  const same = like(was.dataset[key]);
   const to = same[Math.min(nth, same.length - 1)];
   if (to) to.focus({ preventScroll: true });
 }

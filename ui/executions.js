@@ -86,7 +86,9 @@ export async function executionsPage(view, { params }) {
     clear(st).append(badge(wf.status));
     clear(name).append(`${wf.name} `, h('span', { class: 'muted' }, `v${wf.version}`));
     name.title = wf.name;
-    clear(id).append(h('a', { href: href('/executions/' + wf.id), class: 'mono' }, wf.id));
+    // The link is made once: a row updated live keeps it, and the keyboard's
+    // focus with it.
+    if (!id.firstChild) id.append(h('a', { href: href('/executions/' + wf.id), class: 'mono' }, wf.id));
     corr.textContent = wf.correlationId || '—'; corr.title = wf.correlationId || '';
     started.textContent = fmtTime(wf.startedAt);
     dur.textContent = wf.endedAt ? fmtDuration(duration(wf.startedAt, wf.endedAt)) : 'running';

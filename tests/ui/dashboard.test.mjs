@@ -157,12 +157,30 @@ const scenarios = {
 
   async live(page, s) {
     await page.goto(`${BASE}/#/executions?ns=default&name=ui_gate`);
+    // A row updated live keeps the keyboard's focus on its link.
+    const gateRow = page.locator(`#executions tr[data-id="${s.gate}"]`);
+    await gateRow.locator('a').focus();
+    await api('POST', `/workflows/${s.gate}/pause`, {}, 200);
+    await until('the row paused', async () => /PAUSED/.test(await gateRow.innerText()));
+    assert.equal(await page.evaluate(() => document.activeElement?.closest('tr')?.dataset.id), s.gate,
+      'the focus left the row when it was updated');
+    await api('POST', `/workflows/${s.gate}/resume`, {}, 200);
+    await until('the row running again', async () => /RUNNING/.test(await gateRow.innerText()));
     await page.click(`#executions tr[data-id="${s.gate}"] a`);
     await page.waitForURL(new RegExp(s.gate));
     const gate = page.locator('#graph g.node[data-ref="gate"]');
     await gate.waitFor();
     await until('the gate in progress', async () => /st-IN_PROGRESS/.test(await gate.getAttribute('class')));
     assert.match(await page.locator('#graph g.node[data-ref="fast"]').getAttribute('class'), /st-NONE/);
+    // The action buttons are drawn again on every change: the focused one
+    // keeps the focus (Terminate stays enabled while paused).
+    await page.focus('button[data-action=terminate]');
+    await api('POST', `/workflows/${s.gate}/pause`, {}, 200);
+    await until('PAUSED', async () => /PAUSED/.test(await page.locator('h1 .badge').innerText()));
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.action), 'terminate',
+      'the focus left the actions when they were redrawn');
+    await api('POST', `/workflows/${s.gate}/resume`, {}, 200);
+    await until('RUNNING again', async () => /RUNNING/.test(await page.locator('h1 .badge').innerText()));
     await page.evaluate(() => { window.__noReload = true; });
     // The gate's attempt shows the lines logged for it, a new one as well.
     const gateTask = (await api('GET', `/workflows/${s.gate}`)).tasks.find(t => t.refName === 'gate');
