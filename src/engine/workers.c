@@ -72,7 +72,7 @@ gate_of(const struct queue_ref *q, const struct task_def *td,
 	return g->semaphore || g->concurrent_limit > 0 || g->rate_limit > 0;
 }
 
-static struct metric *m_looks, *m_empty;
+static struct metric *m_looks, *m_empty, *m_skipped;
 static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
 
 static void
@@ -85,6 +85,10 @@ register_metrics(void)
 	m_empty = metric_register(METRIC_COUNTER,
 				  "nodeflow_queue_looks_empty_total", "",
 				  "Looks that found no task to lease");
+	m_skipped = metric_register(
+		METRIC_COUNTER, "nodeflow_queue_looks_skipped_total", "",
+		"Polls that parked without looking: a look since the last "
+		"wake of their queue had found it empty");
 }
 
 /* Appends the JSON array text more to *json (both arrays). */
@@ -107,8 +111,10 @@ append_tasks(char **json, const char *more)
 
 bool
 workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
-	     int count, char **json_out, size_t *n, struct err *e)
+	     int count, char **json_out, size_t *n, bool *plainly_empty,
+	     struct err *e)
 {
+	bool plain = false;
 	char queue[512];
 	workers_queue_name(q, queue, sizeof(queue));
 	worker_polls_note(q->ns_id, queue, worker);
@@ -129,6 +135,7 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 		size_t passed = 0;
 		ok = queue_lease_ungated(db, queue, worker, count, secs,
 					 json_out, n, &passed, e);
+		plain = ok && *n == 0 && passed == 0;
 		if (ok && passed && *n < (size_t)count) {
 			char *more;
 			size_t m;
@@ -152,7 +159,19 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 	metric_add(m_looks, 1);
 	if (ok && *n == 0)
 		metric_add(m_empty, 1);
+	if (plainly_empty)
+		*plainly_empty = plain;
 	return ok;
+}
+
+void
+workers_poll_skipped(const struct queue_ref *q, const char *worker)
+{
+	char queue[512];
+	workers_queue_name(q, queue, sizeof(queue));
+	worker_polls_note(q->ns_id, queue, worker);
+	pthread_once(&metrics_once, register_metrics);
+	metric_add(m_skipped, 1);
 }
 
 long

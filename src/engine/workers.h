@@ -39,10 +39,16 @@ void workers_queue_name(const struct queue_ref *q, char *out, size_t size);
  * leased through queue_lease_gated; one without is one statement, which
  * passes over rows that carry a workflow task's own semaphore and then
  * leases those through the gate.  A limit makes a poll return fewer tasks,
- * never fail.
+ * never fail.  *plainly_empty (may be NULL): nothing found on a queue
+ * without flow control and nothing passed over, so only new work, which is
+ * always signalled, can change that.
  */
 bool workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
-		  int count, char **json_out, size_t *n, struct err *e);
+		  int count, char **json_out, size_t *n, bool *plainly_empty,
+		  struct err *e);
+/* A poll that parks without looking (http_known_empty): counted, and the
+ * worker's poll noted as a look would. */
+void workers_poll_skipped(const struct queue_ref *q, const char *worker);
 
 /*
  * After a poll of q that got nothing, when to look again before its wait

@@ -63,7 +63,15 @@ poll(struct http_request *req, struct http_response *res, long count,
 	struct err e = ERR_INIT;
 	char *leased = NULL, *tasks = NULL;
 	size_t n = 0;
-	if (!workers_poll(c.db, &q, worker, (int)count, &leased, &n, &e)) {
+	bool waits = wait_ms > 0 && !req->wait_over && mono_ms() < deadline;
+	/* A look since the queue's last wake found nothing: this one would
+	 * too. */
+	bool skip = waits && http_known_empty(req, key, seq);
+	bool plain = false;
+	if (skip)
+		workers_poll_skipped(&q, worker);
+	else if (!workers_poll(c.db, &q, worker, (int)count, &leased, &n,
+			       &plain, &e)) {
 		/* What a wake meant for this poll is still there: another
 		 * waiting poll looks. */
 		http_server_wake_n(req->server, key, (unsigned long)count);
@@ -73,9 +81,9 @@ poll(struct http_request *req, struct http_response *res, long count,
 	}
 	if (n == 0) {
 		free(leased);
-		bool waits =
-			wait_ms > 0 && !req->wait_over && mono_ms() < deadline;
-		long retry = waits ? workers_retry_ms(c.db, &q) : 0;
+		if (plain)
+			http_mark_empty(req, key, seq);
+		long retry = waits && !skip ? workers_retry_ms(c.db, &q) : 0;
 		cond_end(req, &c);
 		if (waits && http_park_retry(req, res, key, deadline,
 					     retry ? mono_ms() + retry : 0, seq,
@@ -378,7 +386,7 @@ update(struct http_request *req, struct http_response *res, bool v2)
 				const char *worker =
 					r.worker ? r.worker : anonymous;
 				if (!workers_poll(c.db, &q, worker, 1, &leased,
-						  &n, &e)) {
+						  &n, NULL, &e)) {
 					cond_error(res, &e);
 				} else if (n == 0) {
 					free(leased);

@@ -130,6 +130,22 @@ void http_add_header(struct http_response *res, const char *name,
 bool http_park(struct http_request *req, struct http_response *res,
 	       const char *key, int64_t deadline_ms, uint64_t seq);
 uint64_t http_wake_seq(const struct http_request *req, const char *key);
+/*
+ * What a look found nothing behind, remembered so the next poll need not
+ * look: http_mark_empty(key, seq) after a look that read seq before it
+ * (http_wake_seq) and found key plainly empty; http_known_empty(key, seq)
+ * is true while no wake of key's bucket came since such a look (seq is
+ * still the one it read), for at most a second after it.  A poll that
+ * knows key is empty parks at once with that seq: any wake since resumes
+ * it.  Work on a queue is always announced by a wake (this process's
+ * enqueues, other replicas' notifications, a reconnection's wake-all), so
+ * the look it skips would have found nothing; the second bounds what an
+ * unannounced change could cost.
+ */
+void http_mark_empty(const struct http_request *req, const char *key,
+		     uint64_t seq);
+bool http_known_empty(const struct http_request *req, const char *key,
+		      uint64_t seq);
 /* http_park for a request that takes at most `takes` items when it looks
  * again (0: any number; see http_server_wake_n), and that also runs its
  * handler again at retry_ms (a monotonic time before deadline_ms; 0: none)

@@ -88,14 +88,29 @@ queues_poll(struct http_request *req, struct http_response *res)
 			int64_t deadline = req->wait_deadline_ms
 						   ? req->wait_deadline_ms
 						   : mono_ms() + wait;
-			bool ok = workers_poll(c.db, &c.q, worker, (int)count,
-					       &tasks, &n, &e);
-			if (ok && n == 0 && wait > 0 && !req->wait_over &&
-			    mono_ms() < deadline) {
+			bool waits = wait > 0 && !req->wait_over &&
+				     mono_ms() < deadline;
+			/* A look since the queue's last wake found nothing:
+			 * this one would too. */
+			bool skip = waits && http_known_empty(req, key, seq);
+			bool plain = false, ok = true;
+			if (skip) {
+				workers_poll_skipped(&c.q, worker);
+				tasks = xstrdup("[]");
+				n = 0;
+			} else {
+				ok = workers_poll(c.db, &c.q, worker,
+						  (int)count, &tasks, &n,
+						  &plain, &e);
+			}
+			if (ok && n == 0 && plain)
+				http_mark_empty(req, key, seq);
+			if (ok && n == 0 && waits) {
 				/* Nothing yet: wait without holding a thread
 				 * or a connection (looking again when a full
 				 * rate-limit window ends). */
-				long retry = workers_retry_ms(c.db, &c.q);
+				long retry =
+					skip ? 0 : workers_retry_ms(c.db, &c.q);
 				free(tasks);
 				end(req, &c);
 				if (http_park_retry(req, res, key, deadline,

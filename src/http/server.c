@@ -61,6 +61,15 @@ struct http_server {
 	struct parked *parked;     /* oldest first */
 	struct parked **park_tail; /* the last one's next, or &parked */
 	_Atomic uint64_t wake_seq[WAKE_BUCKETS];
+	/* http_mark_empty: per bucket, the key (its hash) last found empty,
+	 * at which wake count and when. */
+	pthread_mutex_t empty_lock;
+	struct {
+		uint32_t hash;
+		bool set;
+		uint64_t seq;
+		int64_t at_ms;
+	} empty[WAKE_BUCKETS];
 	struct metric *m_parked;
 	/* Parking places taken (under park_lock): in all, and per client
 	 * address. */
@@ -326,13 +335,19 @@ http_dispatch(const struct http_route *routes, size_t nroutes,
 
 /* --------------------------------------------------------------- parking */
 
-static unsigned
-bucket(const char *key)
+static uint32_t
+key_hash(const char *key)
 {
 	uint32_t h = 2166136261u; /* FNV-1a */
 	for (; *key; key++)
 		h = (h ^ (unsigned char)*key) * 16777619u;
-	return h % WAKE_BUCKETS;
+	return h;
+}
+
+static unsigned
+bucket(const char *key)
+{
+	return key_hash(key) % WAKE_BUCKETS;
 }
 
 uint64_t
@@ -340,6 +355,38 @@ http_wake_seq(const struct http_request *req, const char *key)
 {
 	struct http_server *s = req->server;
 	return atomic_load(&s->wake_seq[bucket(key)]);
+}
+
+enum { EMPTY_KNOWN_MS = 1000 };
+
+void
+http_mark_empty(const struct http_request *req, const char *key, uint64_t seq)
+{
+	struct http_server *s = req->server;
+	uint32_t h = key_hash(key);
+	unsigned b = h % WAKE_BUCKETS;
+	pthread_mutex_lock(&s->empty_lock);
+	s->empty[b].hash = h;
+	s->empty[b].set = true;
+	s->empty[b].seq = seq;
+	s->empty[b].at_ms = mono_ms();
+	pthread_mutex_unlock(&s->empty_lock);
+}
+
+bool
+http_known_empty(const struct http_request *req, const char *key, uint64_t seq)
+{
+	struct http_server *s = req->server;
+	uint32_t h = key_hash(key);
+	unsigned b = h % WAKE_BUCKETS;
+	pthread_mutex_lock(&s->empty_lock);
+	bool known = s->empty[b].set && s->empty[b].hash == h &&
+		     s->empty[b].seq == seq &&
+		     mono_ms() - s->empty[b].at_ms < EMPTY_KNOWN_MS;
+	pthread_mutex_unlock(&s->empty_lock);
+	/* The look behind it read seq before it began, and no wake came
+	 * since: whatever was enqueued after that look was announced. */
+	return known && atomic_load(&s->wake_seq[b]) == seq;
 }
 
 /* The remote address of conn, without its port ("?" when unknown). */
@@ -1249,6 +1296,7 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 		METRIC_COUNTER, "nodeflow_http_park_refused_total", "",
 		"Long-polls refused because too many wait already (429)");
 	pthread_mutex_init(&s->park_lock, NULL);
+	pthread_mutex_init(&s->empty_lock, NULL);
 	s->park_tail = &s->parked;
 	pthread_mutex_init(&s->conn_lock, NULL);
 	pthread_mutex_init(&s->stream_lock, NULL);
@@ -1332,6 +1380,7 @@ http_server_stop(struct http_server *s)
 	close(s->fd);
 	pthread_cond_destroy(&s->park_cond);
 	pthread_mutex_destroy(&s->park_lock);
+	pthread_mutex_destroy(&s->empty_lock);
 	pthread_mutex_destroy(&s->conn_lock);
 	pthread_mutex_destroy(&s->stream_lock);
 	for (int i = 0; i < CLIENT_BUCKETS; i++)

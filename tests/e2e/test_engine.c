@@ -919,11 +919,13 @@ enum { PARKED = 3 };
  * Parks PARKED polls for one task each of "woken" on server `at` (once its
  * queue listener has connected, which wakes every poll), starts one
  * workflow of "wakes" through server 0, waits for every poll's answer, and
- * checks that one poll got the task and that server `at` counted 2 ×
- * PARKED looks for tasks (nodeflow_queue_looks_total) meanwhile: each
- * poll's first, the woken one's, and the others' at the end of their wait.
- * Waking every poll would add PARKED - 1, and a process's own
- * notification waking them again as many more.
+ * checks that one poll got the task and that server `at` counted PARKED
+ * looks for tasks (nodeflow_queue_looks_total) meanwhile: the woken one's,
+ * and the others' at the end of their wait.  None looked as it came: the
+ * look just before them found the queue empty and nothing woke it since
+ * (nodeflow_queue_looks_skipped_total counts PARKED).  Waking every poll
+ * would add PARKED - 1 looks, and a process's own notification waking
+ * them again as many more.
  */
 static void
 park_then_start(int at)
@@ -937,6 +939,7 @@ park_then_start(int at)
 		  "the queue listener never ran");
 	cr_assert_eq(poll_count("woken", "warm"), 0);
 	long long looks = e2e_metric("nodeflow_queue_looks_total");
+	long long skipped = e2e_metric("nodeflow_queue_looks_skipped_total");
 	struct parked_poll ps[PARKED];
 	for (int i = 0; i < PARKED; i++) {
 		ps[i] = (struct parked_poll){.server = e2e_server(), .i = i};
@@ -959,8 +962,11 @@ park_then_start(int at)
 	cr_assert_eq(got, 1, "%zu tasks handed out", got);
 	e2e_use(at);
 	looks = e2e_metric("nodeflow_queue_looks_total") - looks;
+	skipped = e2e_metric("nodeflow_queue_looks_skipped_total") - skipped;
 	e2e_use(0);
-	cr_assert_eq(looks, 2 * PARKED, "looks for tasks: %lld", looks);
+	cr_assert_eq(looks, PARKED, "looks for tasks: %lld", looks);
+	cr_assert_eq(skipped, PARKED, "polls parked without a look: %lld",
+		     skipped);
 }
 
 /* A task enqueued wakes as many parked long-polls as it needs, not every
@@ -984,6 +990,61 @@ Test(workers, a_task_wakes_one_poll_parked_on_another_replica)
 	e2e_serve(NULL);
 	e2e_serve(api_only);
 	park_then_start(1);
+}
+
+/* The wake counter of the server's that a queue of the default namespace
+ * shares (http/server.c: FNV-1a of "default/<queue>", 256 buckets). */
+static unsigned
+wake_bucket(const char *queue)
+{
+	char key[256];
+	snprintf(key, sizeof(key), "default/%s", queue);
+	uint32_t h = 2166136261u;
+	for (const char *k = key; *k; k++)
+		h = (h ^ (unsigned char)*k) * 16777619u;
+	return h % 256;
+}
+
+/*
+ * A look that found one queue empty says nothing of another whose wakes
+ * share its counter.  A task is queued again on "shared_a" (a retry, whose
+ * request wakes the polls before it answers); then a look finds another
+ * queue of the same bucket empty; a long-poll of "shared_a" must still
+ * look, and get the task, rather than park on what was known of the other.
+ */
+Test(workers, an_empty_queue_says_nothing_of_another)
+{
+	e2e_start(NULL);
+	char other[64];
+	for (int i = 0;; i++) {
+		snprintf(other, sizeof(other), "shared_b%d", i);
+		if (wake_bucket(other) == wake_bucket("shared_a"))
+			break;
+	}
+	put_task_def("shared_a", 0, 300);
+	put_task_def(other, 0, 300);
+	put_one_task_workflow("shares", "shared_a");
+	char id[37];
+	e2e_start_workflow("shares", json_pack("{s:i}", "n", 1), id);
+	json_t *t = poll_one("shared_a", "w1", DECIDE_TIMEOUT_MS);
+	cr_assert_eq(fail("shared_a", e2e_str_at(t, "id"), "w1", "once", false),
+		     200, "%s", e2e_last_body);
+	json_decref(t);
+	json_decref(e2e_wait_status(id, "FAILED", DECIDE_TIMEOUT_MS));
+	char path[256];
+	snprintf(path, sizeof(path), NS "/workflows/%s/retry", id);
+	json_decref(e2e_call("POST", path, NULL, 200));
+
+	cr_assert_eq(poll_count(other, "w2"), 0);
+	long long skipped = e2e_metric("nodeflow_queue_looks_skipped_total");
+	json_t *v = e2e_callj("POST", NS "/queues/shared_a/poll", 200,
+			      json_pack("{s:s,s:i,s:i}", "workerId", "w1",
+					"count", 1, "waitMs", 15000));
+	cr_assert_eq(json_array_size(json_object_get(v, "tasks")), 1, "%s",
+		     e2e_last_body);
+	json_decref(v);
+	cr_assert_eq(e2e_metric("nodeflow_queue_looks_skipped_total"), skipped,
+		     "the poll parked on another queue's emptiness");
 }
 
 /*
