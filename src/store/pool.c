@@ -136,6 +136,21 @@ db_pool_fill(struct db_pool *p, int n)
 		k = 0;
 	p->open += k; /* the slots are reserved; open_one gives back failures */
 	pthread_mutex_unlock(&p->lock);
+	if (k == 0)
+		return 0;
+	/* One first, alone: when the database cannot be reached, that is
+	 * one failure (one step of the backoff), not k at once. */
+	struct err e = ERR_INIT;
+	struct db *first = open_one(p, &e);
+	if (!first) {
+		pthread_mutex_lock(&p->lock);
+		p->open -= k - 1;
+		metric_set(p->m_open, p->open);
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	db_pool_release(p, first);
+	k--;
 	struct fill_job *jobs = xcalloc((size_t)(k ? k : 1), sizeof(*jobs));
 	for (int i = 0; i < k; i++) {
 		jobs[i].pool = p;
@@ -144,7 +159,7 @@ db_pool_fill(struct db_pool *p, int n)
 		if (!jobs[i].started)
 			fill_one(&jobs[i]);
 	}
-	int opened = 0;
+	int opened = 1;
 	for (int i = 0; i < k; i++) {
 		if (jobs[i].started)
 			pthread_join(jobs[i].thread, NULL);

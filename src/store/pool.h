@@ -30,11 +30,11 @@ struct db_pool *db_pool_create(const char *url, int size, unsigned flags);
 void db_pool_destroy(struct db_pool *pool);
 struct db *db_pool_acquire(struct db_pool *pool, int timeout_ms, struct err *e);
 void db_pool_release(struct db_pool *pool, struct db *db);
-/* Opens up to n connections at once, each on a thread of its own, and
- * returns when all have connected or failed: how many were opened.  At
- * start-up, so the first requests do not each wait on a new backend and
- * its statements being prepared.  A failure counts as on acquire (backoff,
- * metric, warning). */
+/* Opens up to n connections, one first and then the others at once, each
+ * on a thread of its own, and returns when all have connected or failed:
+ * how many were opened.  At start-up, so the first requests do not each
+ * wait on a new backend.  A failure counts as on acquire (backoff, metric,
+ * warning); when the first fails, no other is tried. */
 int db_pool_fill(struct db_pool *pool, int n);
 /* How many callers may wait for a busy pool at once (default: no limit;
  * 0: none waits).  Call before the pool is shared. */

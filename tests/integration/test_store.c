@@ -10,6 +10,7 @@
  */
 #include "harness.h"
 
+#include "runtime/metrics.h"
 #include "store/db.h"
 #include "store/pool.h"
 #include "store/sql.h"
@@ -398,9 +399,11 @@ Test(pool, a_dead_connection_returned_is_replaced, .init = setup_clone,
 	db_pool_destroy(pool);
 }
 
-Test(pool, unreachable_database_fails_fast)
+/* A port of this host bound and not listening, so connections to it are
+ * refused: its URL in url, the socket returned (close it after). */
+static int
+refusing_port(char *url, size_t size)
 {
-	/* A bound port nobody listens on: connections are refused. */
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	cr_assert(fd >= 0);
 	struct sockaddr_in addr = {.sin_family = AF_INET,
@@ -408,10 +411,43 @@ Test(pool, unreachable_database_fails_fast)
 	cr_assert(bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
 	socklen_t len = sizeof(addr);
 	cr_assert(getsockname(fd, (struct sockaddr *)&addr, &len) == 0);
-	char url[256];
-	snprintf(url, sizeof(url),
+	snprintf(url, size,
 		 "host=127.0.0.1 port=%d dbname=nodeflow user=postgres",
 		 ntohs(addr.sin_port));
+	return fd;
+}
+
+/* Filling the pool ahead of demand opens every connection it can, and on
+ * an unreachable database tries once: one failure, one step of the
+ * backoff, and the slots it reserved given back. */
+Test(pool, fill_opens_ahead_and_tries_once_when_unreachable,
+     .init = setup_clone, .fini = teardown)
+{
+	struct metric *failures = metric_register(
+		METRIC_COUNTER, "nodeflow_db_connect_failures_total", "", "");
+	struct metric *open = metric_register(
+		METRIC_GAUGE, "nodeflow_db_pool_connections", "", "");
+	struct db_pool *pool = db_pool_create(tdb.url, 3, DB_PLAIN);
+	cr_assert_eq(db_pool_fill(pool, 5), 3);
+	cr_assert_eq(metric_get(open), 3);
+	cr_assert_eq(db_pool_fill(pool, 5), 0, "the pool was full");
+	db_pool_destroy(pool);
+
+	char url[256];
+	int fd = refusing_port(url, sizeof(url));
+	pool = db_pool_create(url, 4, DB_PLAIN);
+	long long failed = metric_get(failures);
+	cr_assert_eq(db_pool_fill(pool, 4), 0);
+	cr_assert_eq(metric_get(failures) - failed, 1);
+	cr_assert_eq(metric_get(open), 0);
+	db_pool_destroy(pool);
+	close(fd);
+}
+
+Test(pool, unreachable_database_fails_fast)
+{
+	char url[256];
+	int fd = refusing_port(url, sizeof(url));
 
 	struct db_pool *pool = db_pool_create(url, 2, DB_PLAIN);
 	struct err e = ERR_INIT;
