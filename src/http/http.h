@@ -133,9 +133,10 @@ uint64_t http_wake_seq(const struct http_request *req, const char *key);
 /*
  * What a look found nothing behind, remembered so the next poll need not
  * look: http_mark_empty(key, seq) after a look that read seq before it
- * (http_wake_seq) and found key plainly empty; http_known_empty(key, seq)
- * is true while no wake of key's bucket came since such a look (seq is
- * still the one it read), for at most a second after it.  A poll that
+ * (http_wake_seq) and found key plainly empty; http_known_empty(key, seq),
+ * given the seq read just now, is true while no wake of key's bucket came
+ * since such a look (seq is still the one it read), for at most a second
+ * after it.  A poll that
  * knows key is empty parks at once with that seq: any wake since resumes
  * it.  Work on a queue is always announced by a wake (this process's
  * enqueues, other replicas' notifications, a reconnection's wake-all), so

@@ -96,7 +96,7 @@ queues_poll(struct http_request *req, struct http_response *res)
 			bool plain = false, ok = true;
 			if (skip) {
 				workers_poll_skipped(&c.q, worker);
-				tasks = xstrdup("[]");
+				tasks = NULL;
 				n = 0;
 			} else {
 				ok = workers_poll(c.db, &c.q, worker,

@@ -359,34 +359,42 @@ http_wake_seq(const struct http_request *req, const char *key)
 
 enum { EMPTY_KNOWN_MS = 1000 };
 
-void
-http_mark_empty(const struct http_request *req, const char *key, uint64_t seq)
+/* Marks (mark) or checks key's bucket: empty at wake count seq.  The
+ * caller read seq just now (http_wake_seq), so a check that finds the
+ * look's seq finds that no wake came since that look began: whatever was
+ * enqueued after it was announced. */
+static bool
+empty_at(const struct http_request *req, const char *key, uint64_t seq,
+	 bool mark)
 {
 	struct http_server *s = req->server;
 	uint32_t h = key_hash(key);
 	unsigned b = h % WAKE_BUCKETS;
+	int64_t now = mono_ms();
 	pthread_mutex_lock(&s->empty_lock);
-	s->empty[b].hash = h;
-	s->empty[b].set = true;
-	s->empty[b].seq = seq;
-	s->empty[b].at_ms = mono_ms();
+	if (mark) {
+		s->empty[b].hash = h;
+		s->empty[b].set = true;
+		s->empty[b].seq = seq;
+		s->empty[b].at_ms = now;
+	}
+	bool known = s->empty[b].set && s->empty[b].hash == h &&
+		     s->empty[b].seq == seq &&
+		     now - s->empty[b].at_ms < EMPTY_KNOWN_MS;
 	pthread_mutex_unlock(&s->empty_lock);
+	return known;
+}
+
+void
+http_mark_empty(const struct http_request *req, const char *key, uint64_t seq)
+{
+	(void)empty_at(req, key, seq, true);
 }
 
 bool
 http_known_empty(const struct http_request *req, const char *key, uint64_t seq)
 {
-	struct http_server *s = req->server;
-	uint32_t h = key_hash(key);
-	unsigned b = h % WAKE_BUCKETS;
-	pthread_mutex_lock(&s->empty_lock);
-	bool known = s->empty[b].set && s->empty[b].hash == h &&
-		     s->empty[b].seq == seq &&
-		     mono_ms() - s->empty[b].at_ms < EMPTY_KNOWN_MS;
-	pthread_mutex_unlock(&s->empty_lock);
-	/* The look behind it read seq before it began, and no wake came
-	 * since: whatever was enqueued after that look was announced. */
-	return known && atomic_load(&s->wake_seq[b]) == seq;
+	return empty_at(req, key, seq, false);
 }
 
 /* The remote address of conn, without its port ("?" when unknown). */

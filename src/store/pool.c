@@ -127,30 +127,31 @@ fill_one(void *arg)
 	return NULL;
 }
 
-int
-db_pool_fill(struct db_pool *p, int n)
+/* Reserves up to n slots for connections about to be opened (open_one
+ * gives a failed one back): how many. */
+static int
+reserve(struct db_pool *p, int n)
 {
 	pthread_mutex_lock(&p->lock);
 	int k = n < p->size - p->open ? n : p->size - p->open;
 	if (k < 0)
 		k = 0;
-	p->open += k; /* the slots are reserved; open_one gives back failures */
+	p->open += k;
 	pthread_mutex_unlock(&p->lock);
-	if (k == 0)
-		return 0;
+	return k;
+}
+
+int
+db_pool_fill(struct db_pool *p, int n)
+{
 	/* One first, alone: when the database cannot be reached, that is
-	 * one failure (one step of the backoff), not k at once. */
+	 * one failure (one step of the backoff), not one per slot. */
 	struct err e = ERR_INIT;
-	struct db *first = open_one(p, &e);
-	if (!first) {
-		pthread_mutex_lock(&p->lock);
-		p->open -= k - 1;
-		metric_set(p->m_open, p->open);
-		pthread_mutex_unlock(&p->lock);
+	struct db *first = n > 0 && reserve(p, 1) ? open_one(p, &e) : NULL;
+	if (!first)
 		return 0;
-	}
 	db_pool_release(p, first);
-	k--;
+	int k = n > 1 ? reserve(p, n - 1) : 0;
 	struct fill_job *jobs = xcalloc((size_t)(k ? k : 1), sizeof(*jobs));
 	for (int i = 0; i < k; i++) {
 		jobs[i].pool = p;

@@ -332,6 +332,21 @@ start_on_clone(const char *const *flags)
 	th_server_start(&srv, db.url, flags);
 }
 
+/* start_on_clone, once sql has changed the clone. */
+static void
+start_on_changed_clone(const char *sql, const char *const *flags)
+{
+	th_db_clone(&db);
+	PGconn *c = th_connect(db.url);
+	th_exec(c, sql);
+	PQfinish(c);
+	th_server_start(&srv, db.url, flags);
+}
+
+/* What makes a clone's migration 0002 pending. */
+#define UNAPPLY_0002 \
+	"DELETE FROM \"SchemaMigrations\" WHERE \"name\" = '0002_engine'"
+
 /* Delivers sig to the harness's server and waits for its exit (reading its
  * output so that it never blocks on a full pipe); the exit status, -1 on
  * timeout. */
@@ -451,12 +466,7 @@ Test(server, readyz_is_ready_on_a_migrated_database)
 
 Test(server, readyz_lists_a_pending_migration)
 {
-	th_db_clone(&db);
-	PGconn *c = th_connect(db.url);
-	th_exec(c, "DELETE FROM \"SchemaMigrations\" WHERE \"name\" = "
-		   "'0002_engine'");
-	PQfinish(c);
-	th_server_start(&srv, db.url, NULL);
+	start_on_changed_clone(UNAPPLY_0002, NULL);
 	json_t *v = readyz(503);
 	cr_assert_str_eq(str_at(v, "status"), "not_ready");
 	cr_assert(json_is_true(
@@ -472,12 +482,9 @@ Test(server, readyz_lists_a_pending_migration)
 
 Test(server, readyz_lists_an_unknown_migration)
 {
-	th_db_clone(&db);
-	PGconn *c = th_connect(db.url);
-	th_exec(c, "INSERT INTO \"SchemaMigrations\" (\"name\") VALUES "
-		   "('9999_future')");
-	PQfinish(c);
-	th_server_start(&srv, db.url, NULL);
+	start_on_changed_clone("INSERT INTO \"SchemaMigrations\" (\"name\") "
+			       "VALUES ('9999_future')",
+			       NULL);
 	json_t *v = readyz(503);
 	cr_assert_str_eq(str_at(v, "status"), "not_ready");
 	json_t *m = json_object_get(v, "migrations");
@@ -734,12 +741,7 @@ Test(server, pool_is_connected_before_the_first_request)
 	cr_assert_eq(pool_connections(), 3);
 	stop_server();
 
-	th_db_clone(&db);
-	PGconn *c = th_connect(db.url);
-	th_exec(c, "DELETE FROM \"SchemaMigrations\" WHERE \"name\" = "
-		   "'0002_engine'");
-	PQfinish(c);
-	th_server_start(&srv, db.url, flags);
+	start_on_changed_clone(UNAPPLY_0002, flags);
 	cr_assert_eq(pool_connections(), 0);
 	stop_server();
 }
