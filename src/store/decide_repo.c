@@ -148,17 +148,20 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
 
 /* An open task queued for a worker is loaded without its payload unless
  * an expression reads it: a wide fork's frontier stays cheap to load. */
-#define FRONTIER_COLUMNS                                                      \
-	" t.\"id\"::text, t.\"workflowId\"::text, t.\"refName\","             \
-	" t.\"taskDefName\", t.\"taskType\", t.\"iteration\", t.\"attempt\"," \
-	" t.\"status\", CASE WHEN " PAYLOAD_NEEDED " THEN t.\"input\"::text"  \
-	" END, CASE WHEN " PAYLOAD_NEEDED " THEN t.\"output\"::text END,"     \
-	" t.\"reasonForIncompletion\", t.\"deciderSeenAt\" IS NOT NULL,"      \
-	" t.\"endedAt\" IS NOT NULL, t.\"scheduledAt\"::text,"                \
-	" t.\"endedAt\"::text, t.\"forkRef\""
-#define PAYLOAD_NEEDED                                                  \
-	"(t.\"queueName\" IS NULL OR EXISTS (SELECT 1 FROM"             \
-	" jsonb_to_recordset($2::jsonb) AS p(\"w\" uuid, \"ref\" text)" \
+#define FRONTIER_COLUMNS(refs)                                                                       \
+	" t.\"id\"::text, t.\"workflowId\"::text, t.\"refName\","                                    \
+	" t.\"taskDefName\", t.\"taskType\", t.\"iteration\", t.\"attempt\","                        \
+	" t.\"status\", CASE WHEN " PAYLOAD_NEEDED(                                                  \
+		refs) " THEN"                                                                        \
+		      " t.\"input\"::text END, CASE WHEN " PAYLOAD_NEEDED(                           \
+			      refs) " THEN"                                                          \
+				    " t.\"output\"::text END,"                                       \
+				    " t.\"reasonForIncompletion\", t.\"deciderSeenAt\" IS NOT NULL," \
+				    " t.\"endedAt\" IS NOT NULL, t.\"scheduledAt\"::text,"           \
+				    " t.\"endedAt\"::text, t.\"forkRef\""
+#define PAYLOAD_NEEDED(refs)                                                  \
+	"(t.\"queueName\" IS NULL OR EXISTS (SELECT 1 FROM"                   \
+	" jsonb_to_recordset(" refs "::jsonb) AS p(\"w\" uuid, \"ref\" text)" \
 	" WHERE p.\"w\" = t.\"workflowId\" AND p.\"ref\" = t.\"refName\"))"
 
 /*
@@ -167,23 +170,35 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
  * unprocessed (partial unprocessed index), and the latest reacted-to
  * attempt of each reference the definition reads (identity index, one
  * probe per reference: joined the other way round it was planned as a
- * scan of every task ever retained, on every batch).
+ * scan of every task ever retained, on every batch).  `ids` is the
+ * executions' ids as a uuid[] expression; each branch names them, so that
+ * a few ids as parameters of their own (SQL_FEW_KEYS) prune every branch.
  */
-DB_STMT(decide_load_tasks_stmt,
-	"SELECT" FRONTIER_COLUMNS " FROM \"TaskExecutions\" t"
-	" WHERE t.\"workflowId\" = ANY($1::uuid[])"
-	" AND t.\"status\" NOT IN " SQL_TASK_TERMINAL " UNION ALL"
-	" SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
-	" WHERE t.\"workflowId\" = ANY($1::uuid[])"
-	" AND t.\"endedAt\" IS NOT NULL AND t.\"deciderSeenAt\" IS NULL"
-	" UNION ALL"
-	" SELECT * FROM (SELECT x.* FROM (SELECT DISTINCT \"w\", \"ref\" FROM"
-	" jsonb_to_recordset($2::jsonb) AS p(\"w\" uuid, \"ref\" text)) r"
-	" CROSS JOIN LATERAL (SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"
-	" WHERE t.\"workflowId\" = r.\"w\" AND t.\"refName\" = r.\"ref\""
-	" AND t.\"deciderSeenAt\" IS NOT NULL"
-	" ORDER BY t.\"iteration\" DESC, t.\"attempt\" DESC LIMIT 1) x"
-	" ORDER BY r.\"w\", r.\"ref\") latest");
+#define LOAD_TASKS(ids, refs)                                                                \
+	"SELECT" FRONTIER_COLUMNS(                                                           \
+		refs) " FROM \"TaskExecutions\" t"                                           \
+		      " WHERE t.\"workflowId\" = ANY(" ids ")"                               \
+		      " AND t.\"status\" NOT IN " SQL_TASK_TERMINAL                          \
+		      " UNION ALL"                                                           \
+		      " SELECT" TASK_COLUMNS " FROM \"TaskExecutions\" t"                    \
+		      " WHERE t.\"workflowId\" = ANY(" ids ")"                               \
+		      " AND t.\"endedAt\" IS NOT NULL AND t.\"deciderSeenAt\" IS NULL"       \
+		      " UNION ALL"                                                           \
+		      " SELECT * FROM (SELECT x.* FROM (SELECT DISTINCT \"w\", \"ref\" FROM" \
+		      " jsonb_to_recordset(" refs                                            \
+		      "::jsonb) AS p(\"w\" uuid, \"ref\" text)) r"                           \
+		      " CROSS JOIN LATERAL (SELECT" TASK_COLUMNS                             \
+		      " FROM \"TaskExecutions\" t"                                           \
+		      " WHERE t.\"workflowId\" = r.\"w\" AND t.\"refName\" = r.\"ref\""      \
+		      " AND t.\"workflowId\" = ANY(" ids ")"                                 \
+		      " AND t.\"deciderSeenAt\" IS NOT NULL"                                 \
+		      " ORDER BY t.\"iteration\" DESC, t.\"attempt\" DESC LIMIT 1) x"        \
+		      " ORDER BY r.\"w\", r.\"ref\") latest"
+
+/* The ids as a uuid[] ($1) and the references read ($2); or, for at
+ * most SQL_FEW_KEYS ids, the references ($1) and the ids one by one. */
+DB_STMT(decide_load_tasks_stmt, LOAD_TASKS("$1::uuid[]", "$2"));
+DB_STMT(decide_load_tasks_few, LOAD_TASKS(SQL_FEW_KEYS_2 "::uuid[]", "$1"));
 
 static struct loaded_execution *
 find_execution(struct decide_batch *b, const char *id)
@@ -228,8 +243,17 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 	sb_putc(&ids, '}');
 	char *pairs_text = json_db_text(pairs);
 	json_decref(pairs);
-	const char *params[] = {sb_str(&ids), pairs_text};
-	PGresult *res = db_exec(db, &decide_load_tasks_stmt, 2, params, e);
+	PGresult *res;
+	if (b->n <= SQL_FEW_KEYS) {
+		const char *params[1 + SQL_FEW_KEYS] = {pairs_text};
+		for (size_t i = 0; i < SQL_FEW_KEYS; i++)
+			params[1 + i] = b->items[i < b->n ? i : 0].id;
+		res = db_exec(db, &decide_load_tasks_few, 1 + SQL_FEW_KEYS,
+			      params, e);
+	} else {
+		const char *params[] = {sb_str(&ids), pairs_text};
+		res = db_exec(db, &decide_load_tasks_stmt, 2, params, e);
+	}
 	sb_free(&ids);
 	free(pairs_text);
 	if (!res)
@@ -376,140 +400,148 @@ decide_rollback_savepoint(struct db *db)
  * turns a failed attempt into COMPLETED_WITH_ERRORS (an optional task);
  * any other conflict is a no-op.  "joinFork" builds the output from the
  * latest attempt of each task of that fork (and iteration): ref -> output.
+ * A terminal row written unseen is reacted to by another evaluation: its
+ * workflow's "DecideQueues" row stays (it is due), so that one follows.
  */
-DB_STMT(decide_write,
-	"WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(\"w\" uuid,"
-	"   \"ns\" uuid, \"v\" bigint, \"nev\" int, \"prio\" int, \"u\" jsonb,"
-	"   \"keep\" boolean)),"
-	" ux AS (UPDATE \"WorkflowExecutions\" e SET \"version\" = e.\"version\" + 1,"
-	"   \"status\" = coalesce(x.\"u\"->>'status', e.\"status\"),"
-	"   \"output\" = CASE WHEN x.\"u\" ? 'output' THEN x.\"u\"->'output'"
-	"     ELSE e.\"output\" END,"
-	"   \"outputRef\" = CASE WHEN x.\"u\" ? 'output'"
-	"     THEN x.\"u\"->>'outputRef' ELSE e.\"outputRef\" END,"
-	"   \"variables\" = CASE WHEN x.\"u\" ? 'variables'"
-	"     THEN x.\"u\"->'variables' ELSE e.\"variables\" END,"
-	"   \"reasonForIncompletion\" = coalesce(x.\"u\"->>'reason',"
-	"     e.\"reasonForIncompletion\"),"
-	"   \"failedTaskRef\" = coalesce(x.\"u\"->>'failedRef',"
-	"     e.\"failedTaskRef\"),"
-	"   \"endedAt\" = CASE WHEN x.\"u\"->>'status' IN ('COMPLETED',"
-	"     'FAILED', 'TIMED_OUT', 'TERMINATED') THEN now()"
-	"     ELSE e.\"endedAt\" END,"
-	"   \"updatedAt\" = now(), \"eventSeq\" = e.\"eventSeq\" + x.\"nev\""
-	"   FROM x WHERE x.\"v\" IS NOT NULL AND e.\"id\" = x.\"w\""
-	"   AND e.\"id\" = ANY(ARRAY(SELECT \"w\" FROM x WHERE \"v\" IS NOT NULL))"
-	"   AND e.\"startedAt\" >= (SELECT min(uuid_extract_timestamp(\"w\"))"
-	"     FROM x) - interval '1 hour'"
-	"   AND e.\"startedAt\" < (SELECT max(uuid_extract_timestamp(\"w\"))"
-	"     FROM x) + interval '1 hour'"
-	"   AND " SQL_EXEC_WINDOW(
-		"e",
-		"x.\"w\"") " AND e.\"version\" = x.\"v\""
-			   "   RETURNING e.\"id\" AS \"w\", x.\"ns\", x.\"prio\", x.\"keep\","
-			   "   e.\"eventSeq\" - x.\"nev\" AS \"base\"),"
-			   " a AS (SELECT * FROM ux UNION ALL SELECT x.\"w\", x.\"ns\", x.\"prio\","
-			   "   x.\"keep\", 0::bigint FROM x WHERE x.\"v\" IS NULL),"
-			   " r AS (SELECT r.*, a.\"ns\", a.\"prio\","
-			   "   coalesce(r.\"status\", 'SCHEDULED') AS \"st\","
-			   "   coalesce(r.\"status\", 'SCHEDULED') IN " TERMINAL_TEXT
-			   " AS \"term\""
-			   "   FROM jsonb_to_recordset($2::jsonb) AS r(\"w\" uuid, \"id\" uuid,"
-			   "   \"refName\" text, \"taskDefName\" text, \"taskType\" text,"
-			   "   \"iteration\" int, \"attempt\" int, \"input\" jsonb, \"queueName\" text,"
-			   "   \"delaySeconds\" int, \"status\" text, \"output\" jsonb,"
-			   "   \"reason\" text, \"seen\" boolean, \"forkRef\" text,"
-			   "   \"joinFork\" text, \"semaphore\" text, \"cacheKey\" text,"
-			   "   \"cacheTtlSeconds\" int, \"inputRef\" text, \"outputRef\" text)"
-			   "   JOIN a ON a.\"w\" = r.\"w\"),"
-			   " nt AS (INSERT INTO \"TaskExecutions\" AS t (\"id\", \"workflowId\","
-			   "   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","
-			   "   \"iteration\", \"attempt\", \"status\", \"input\", \"output\","
-			   "   \"reasonForIncompletion\", \"queueName\", \"startDelaySeconds\","
-			   "   \"forkRef\", \"scheduledAt\", \"startedAt\", \"endedAt\","
-			   "   \"deciderSeenAt\", \"updatedAt\", \"cacheKey\", \"cacheTtlSeconds\","
-			   "   \"inputRef\", \"outputRef\")"
-			   "   SELECT r.\"id\", r.\"w\", r.\"ns\", r.\"refName\", r.\"taskDefName\","
-			   "   r.\"taskType\", r.\"iteration\", r.\"attempt\", r.\"st\","
-			   "   coalesce(r.\"input\", '{}'),"
-			   "   CASE WHEN r.\"joinFork\" IS NOT NULL THEN (SELECT"
-			   "     coalesce(jsonb_object_agg(b.\"refName\", b.\"output\"), '{}')"
-			   "     FROM (SELECT DISTINCT ON (b.\"refName\") b.\"refName\", b.\"output\""
-			   "     FROM \"TaskExecutions\" b WHERE b.\"workflowId\" = r.\"w\""
-			   "     AND b.\"forkRef\" = r.\"joinFork\" AND b.\"iteration\" = r.\"iteration\""
-			   "     ORDER BY b.\"refName\", b.\"attempt\" DESC) b)"
-			   "   ELSE coalesce(r.\"output\", '{}') END,"
-			   "   r.\"reason\", r.\"queueName\", coalesce(r.\"delaySeconds\", 0),"
-			   "   r.\"forkRef\", now(),"
-			   "   CASE WHEN r.\"status\" IS NOT NULL THEN now() END,"
-			   "   CASE WHEN r.\"term\" THEN now() END,"
-			   "   CASE WHEN r.\"term\" AND coalesce(r.\"seen\", false) THEN now() END,"
-			   "   now(), r.\"cacheKey\", r.\"cacheTtlSeconds\", r.\"inputRef\","
-			   "   r.\"outputRef\" FROM r"
-			   "   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"
-			   "   DO UPDATE SET \"status\" = excluded.\"status\","
-			   "   \"input\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
-			   "     WHERE u.\"id\" = excluded.\"id\") THEN t.\"input\""
-			   "     ELSE excluded.\"input\" END,"
-			   "   \"inputRef\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"
-			   "     WHERE u.\"id\" = excluded.\"id\") THEN t.\"inputRef\""
-			   "     ELSE excluded.\"inputRef\" END,"
-			   "   \"output\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
-			   "     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
-			   "     THEN t.\"output\" ELSE excluded.\"output\" END,"
-			   "   \"outputRef\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"
-			   "     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"
-			   "     THEN t.\"outputRef\" ELSE excluded.\"outputRef\" END,"
-			   "   \"reasonForIncompletion\" = excluded.\"reasonForIncompletion\","
-			   "   \"startedAt\" = coalesce(t.\"startedAt\", excluded.\"startedAt\"),"
-			   "   \"endedAt\" = coalesce(t.\"endedAt\", excluded.\"endedAt\"),"
-			   "   \"deciderSeenAt\" = excluded.\"deciderSeenAt\", \"updatedAt\" = now()"
-			   "   WHERE excluded.\"status\" <> 'SCHEDULED' AND (t.\"status\" NOT IN"
-			   "   " TERMINAL_TEXT
-			   " OR (t.\"status\" IN ('FAILED', 'TIMED_OUT',"
-			   "   'FAILED_WITH_TERMINAL_ERROR') AND excluded.\"status\" ="
-			   "   'COMPLETED_WITH_ERRORS'))"
-			   "   RETURNING t.\"id\", t.\"workflowId\", t.\"namespaceId\","
-			   "   t.\"queueName\", t.\"taskType\", t.\"status\","
-			   "   t.\"startDelaySeconds\", t.\"endedAt\", t.\"deciderSeenAt\"),"
-			   " nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
-			   "   \"workflowId\", \"namespaceId\", \"taskType\", \"priority\","
-			   "   \"leaseExpiresAt\", \"semaphore\")"
-			   "   SELECT nt.\"queueName\", nt.\"id\", nt.\"workflowId\","
-			   "   nt.\"namespaceId\", nt.\"taskType\", u.\"prio\","
-			   "   CASE WHEN nt.\"startDelaySeconds\" > 0 THEN now() +"
-			   "   make_interval(secs => nt.\"startDelaySeconds\") END, u.\"semaphore\""
-			   "   FROM nt JOIN r u ON u.\"id\" = nt.\"id\""
-			   "   WHERE nt.\"queueName\" IS NOT NULL AND nt.\"status\" = 'SCHEDULED'),"
-			   " s AS (UPDATE \"TaskExecutions\" t SET \"deciderSeenAt\" = now()"
-			   "   FROM (SELECT p.* FROM jsonb_to_recordset($3::jsonb)"
-			   "   AS p(\"w\" uuid, \"id\" uuid) JOIN a ON a.\"w\" = p.\"w\") p"
-			   "   WHERE t.\"workflowId\" = p.\"w\" AND t.\"id\" = p.\"id\"),"
-			   " cx AS (UPDATE \"TaskExecutions\" t SET \"status\" = 'CANCELED',"
-			   "   \"endedAt\" = now(), \"deciderSeenAt\" = now(), \"updatedAt\" = now()"
-			   "   FROM (SELECT p.* FROM jsonb_to_recordset($4::jsonb)"
-			   "   AS p(\"w\" uuid, \"id\" uuid) JOIN a ON a.\"w\" = p.\"w\") p"
-			   "   WHERE t.\"workflowId\" = p.\"w\" AND t.\"id\" = p.\"id\""
-			   "   AND t.\"status\" NOT IN " SQL_TASK_TERMINAL
-			   "   RETURNING t.\"id\", t.\"queueName\"),"
-			   " cq AS (DELETE FROM \"TaskQueues\" q USING cx"
-			   "   WHERE q.\"queueName\" = cx.\"queueName\" AND q.\"taskId\" = cx.\"id\"),"
-			   " ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","
-			   "   \"seq\", \"type\", \"taskId\", \"data\")"
-			   "   SELECT v.\"w\", a.\"ns\", a.\"base\" + v.\"i\", v.\"type\", v.\"taskId\","
-			   "   coalesce(v.\"data\", '{}') FROM jsonb_to_recordset($5::jsonb)"
-			   "   AS v(\"w\" uuid, \"i\" bigint, \"type\" text, \"taskId\" uuid,"
-			   "   \"data\" jsonb) JOIN a ON a.\"w\" = v.\"w\" ORDER BY v.\"w\", v.\"i\"),"
-			   /* A terminal row written unseen is reacted to by
-			    * another evaluation: the queue row stays (it is
-			    * due), so that one follows. */
-			   " dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = ANY"
-			   "  (ARRAY(SELECT a.\"w\" FROM a WHERE NOT a.\"keep\""
-			   "   AND NOT EXISTS (SELECT 1 FROM nt WHERE nt.\"workflowId\" = a.\"w\""
-			   "   AND nt.\"endedAt\" IS NOT NULL AND nt.\"deciderSeenAt\" IS NULL)))),"
-			   " dn AS (DELETE FROM \"DecideQueues\""
-			   "   WHERE \"workflowId\" = ANY($6::uuid[]))"
-			   " SELECT a.\"w\"::text FROM a");
+/* The version guard's execution window (sqlfrag.h). */
+#define WRITE_WINDOW SQL_EXEC_WINDOW("e", "x.\"w\"")
+
+#define DECIDE_WRITE(keys)                                                              \
+	"WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(\"w\" uuid,"       \
+	"   \"ns\" uuid, \"v\" bigint, \"nev\" int, \"prio\" int, \"u\" jsonb,"         \
+	"   \"keep\" boolean)),"                                                        \
+	" ux AS (UPDATE \"WorkflowExecutions\" e SET \"version\" = e.\"version\" + 1,"  \
+	"   \"status\" = coalesce(x.\"u\"->>'status', e.\"status\"),"                   \
+	"   \"output\" = CASE WHEN x.\"u\" ? 'output' THEN x.\"u\"->'output'"           \
+	"     ELSE e.\"output\" END,"                                                   \
+	"   \"outputRef\" = CASE WHEN x.\"u\" ? 'output'"                               \
+	"     THEN x.\"u\"->>'outputRef' ELSE e.\"outputRef\" END,"                     \
+	"   \"variables\" = CASE WHEN x.\"u\" ? 'variables'"                            \
+	"     THEN x.\"u\"->'variables' ELSE e.\"variables\" END,"                      \
+	"   \"reasonForIncompletion\" = coalesce(x.\"u\"->>'reason',"                   \
+	"     e.\"reasonForIncompletion\"),"                                            \
+	"   \"failedTaskRef\" = coalesce(x.\"u\"->>'failedRef',"                        \
+	"     e.\"failedTaskRef\"),"                                                    \
+	"   \"endedAt\" = CASE WHEN x.\"u\"->>'status' IN ('COMPLETED',"                \
+	"     'FAILED', 'TIMED_OUT', 'TERMINATED') THEN now()"                          \
+	"     ELSE e.\"endedAt\" END,"                                                  \
+	"   \"updatedAt\" = now(), \"eventSeq\" = e.\"eventSeq\" + x.\"nev\""           \
+	"   FROM x WHERE x.\"v\" IS NOT NULL AND e.\"id\" = x.\"w\""                    \
+	"   AND e.\"id\" = ANY(ARRAY(SELECT \"w\" FROM x WHERE \"v\" IS NOT NULL))"     \
+	"   AND e.\"startedAt\" >= (SELECT min(uuid_extract_timestamp(\"w\"))"          \
+	"     FROM x) - interval '1 hour'"                                              \
+	"   AND e.\"startedAt\" < (SELECT max(uuid_extract_timestamp(\"w\"))"           \
+	"     FROM x) + interval '1 hour'"                                              \
+	"   AND " WRITE_WINDOW " AND e.\"version\" = x.\"v\""                           \
+	"   RETURNING e.\"id\" AS \"w\", x.\"ns\", x.\"prio\", x.\"keep\","             \
+	"   e.\"eventSeq\" - x.\"nev\" AS \"base\"),"                                   \
+	" a AS (SELECT * FROM ux UNION ALL SELECT x.\"w\", x.\"ns\", x.\"prio\","       \
+	"   x.\"keep\", 0::bigint FROM x WHERE x.\"v\" IS NULL),"                       \
+	" r AS (SELECT r.*, a.\"ns\", a.\"prio\","                                      \
+	"   coalesce(r.\"status\", 'SCHEDULED') AS \"st\","                             \
+	"   coalesce(r.\"status\", 'SCHEDULED') IN " TERMINAL_TEXT                      \
+	" AS \"term\""                                                                  \
+	"   FROM jsonb_to_recordset($2::jsonb) AS r(\"w\" uuid, \"id\" uuid,"           \
+	"   \"refName\" text, \"taskDefName\" text, \"taskType\" text,"                 \
+	"   \"iteration\" int, \"attempt\" int, \"input\" jsonb, \"queueName\" text,"   \
+	"   \"delaySeconds\" int, \"status\" text, \"output\" jsonb,"                   \
+	"   \"reason\" text, \"seen\" boolean, \"forkRef\" text,"                       \
+	"   \"joinFork\" text, \"semaphore\" text, \"cacheKey\" text,"                  \
+	"   \"cacheTtlSeconds\" int, \"inputRef\" text, \"outputRef\" text)"            \
+	"   JOIN a ON a.\"w\" = r.\"w\"),"                                              \
+	" nt AS (INSERT INTO \"TaskExecutions\" AS t (\"id\", \"workflowId\","          \
+	"   \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\","               \
+	"   \"iteration\", \"attempt\", \"status\", \"input\", \"output\","             \
+	"   \"reasonForIncompletion\", \"queueName\", \"startDelaySeconds\","           \
+	"   \"forkRef\", \"scheduledAt\", \"startedAt\", \"endedAt\","                  \
+	"   \"deciderSeenAt\", \"updatedAt\", \"cacheKey\", \"cacheTtlSeconds\","       \
+	"   \"inputRef\", \"outputRef\")"                                               \
+	"   SELECT r.\"id\", r.\"w\", r.\"ns\", r.\"refName\", r.\"taskDefName\","      \
+	"   r.\"taskType\", r.\"iteration\", r.\"attempt\", r.\"st\","                  \
+	"   coalesce(r.\"input\", '{}'),"                                               \
+	"   CASE WHEN r.\"joinFork\" IS NOT NULL THEN (SELECT"                          \
+	"     coalesce(jsonb_object_agg(b.\"refName\", b.\"output\"), '{}')"            \
+	"     FROM (SELECT DISTINCT ON (b.\"refName\") b.\"refName\", b.\"output\""     \
+	"     FROM \"TaskExecutions\" b WHERE b.\"workflowId\" = r.\"w\""               \
+	"     AND b.\"workflowId\" = ANY(" keys ")"                                     \
+	"     AND b.\"forkRef\" = r.\"joinFork\" AND b.\"iteration\" = r.\"iteration\"" \
+	"     ORDER BY b.\"refName\", b.\"attempt\" DESC) b)"                           \
+	"   ELSE coalesce(r.\"output\", '{}') END,"                                     \
+	"   r.\"reason\", r.\"queueName\", coalesce(r.\"delaySeconds\", 0),"            \
+	"   r.\"forkRef\", now(),"                                                      \
+	"   CASE WHEN r.\"status\" IS NOT NULL THEN now() END,"                         \
+	"   CASE WHEN r.\"term\" THEN now() END,"                                       \
+	"   CASE WHEN r.\"term\" AND coalesce(r.\"seen\", false) THEN now() END,"       \
+	"   now(), r.\"cacheKey\", r.\"cacheTtlSeconds\", r.\"inputRef\","              \
+	"   r.\"outputRef\" FROM r"                                                     \
+	"   ON CONFLICT (\"workflowId\", \"refName\", \"iteration\", \"attempt\")"      \
+	"   DO UPDATE SET \"status\" = excluded.\"status\","                            \
+	"   \"input\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"                 \
+	"     WHERE u.\"id\" = excluded.\"id\") THEN t.\"input\""                       \
+	"     ELSE excluded.\"input\" END,"                                             \
+	"   \"inputRef\" = CASE WHEN (SELECT u.\"input\" IS NULL FROM r u"              \
+	"     WHERE u.\"id\" = excluded.\"id\") THEN t.\"inputRef\""                    \
+	"     ELSE excluded.\"inputRef\" END,"                                          \
+	"   \"output\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"                    \
+	"     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"        \
+	"     THEN t.\"output\" ELSE excluded.\"output\" END,"                          \
+	"   \"outputRef\" = CASE WHEN (SELECT u.\"output\" IS NULL AND"                 \
+	"     u.\"joinFork\" IS NULL FROM r u WHERE u.\"id\" = excluded.\"id\")"        \
+	"     THEN t.\"outputRef\" ELSE excluded.\"outputRef\" END,"                    \
+	"   \"reasonForIncompletion\" = excluded.\"reasonForIncompletion\","            \
+	"   \"startedAt\" = coalesce(t.\"startedAt\", excluded.\"startedAt\"),"         \
+	"   \"endedAt\" = coalesce(t.\"endedAt\", excluded.\"endedAt\"),"               \
+	"   \"deciderSeenAt\" = excluded.\"deciderSeenAt\", \"updatedAt\" = now()"      \
+	"   WHERE excluded.\"status\" <> 'SCHEDULED' AND (t.\"status\" NOT IN"          \
+	"   " TERMINAL_TEXT " OR (t.\"status\" IN ('FAILED', 'TIMED_OUT',"              \
+	"   'FAILED_WITH_TERMINAL_ERROR') AND excluded.\"status\" ="                    \
+	"   'COMPLETED_WITH_ERRORS'))"                                                  \
+	"   RETURNING t.\"id\", t.\"workflowId\", t.\"namespaceId\","                   \
+	"   t.\"queueName\", t.\"taskType\", t.\"status\","                             \
+	"   t.\"startDelaySeconds\", t.\"endedAt\", t.\"deciderSeenAt\"),"              \
+	" nq AS (INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","                \
+	"   \"workflowId\", \"namespaceId\", \"taskType\", \"priority\","               \
+	"   \"leaseExpiresAt\", \"semaphore\")"                                         \
+	"   SELECT nt.\"queueName\", nt.\"id\", nt.\"workflowId\","                     \
+	"   nt.\"namespaceId\", nt.\"taskType\", u.\"prio\","                           \
+	"   CASE WHEN nt.\"startDelaySeconds\" > 0 THEN now() +"                        \
+	"   make_interval(secs => nt.\"startDelaySeconds\") END, u.\"semaphore\""       \
+	"   FROM nt JOIN r u ON u.\"id\" = nt.\"id\""                                   \
+	"   WHERE nt.\"queueName\" IS NOT NULL AND nt.\"status\" = 'SCHEDULED'),"       \
+	" s AS (UPDATE \"TaskExecutions\" t SET \"deciderSeenAt\" = now()"              \
+	"   FROM (SELECT p.* FROM jsonb_to_recordset($3::jsonb)"                        \
+	"   AS p(\"w\" uuid, \"id\" uuid) JOIN a ON a.\"w\" = p.\"w\") p"               \
+	"   WHERE t.\"workflowId\" = p.\"w\" AND t.\"id\" = p.\"id\""                   \
+	"   AND t.\"workflowId\" = ANY(" keys ")),"                                     \
+	" cx AS (UPDATE \"TaskExecutions\" t SET \"status\" = 'CANCELED',"              \
+	"   \"endedAt\" = now(), \"deciderSeenAt\" = now(), \"updatedAt\" = now()"      \
+	"   FROM (SELECT p.* FROM jsonb_to_recordset($4::jsonb)"                        \
+	"   AS p(\"w\" uuid, \"id\" uuid) JOIN a ON a.\"w\" = p.\"w\") p"               \
+	"   WHERE t.\"workflowId\" = p.\"w\" AND t.\"id\" = p.\"id\""                   \
+	"   AND t.\"workflowId\" = ANY(" keys ")"                                       \
+	"   AND t.\"status\" NOT IN " SQL_TASK_TERMINAL                                 \
+	"   RETURNING t.\"id\", t.\"queueName\"),"                                      \
+	" cq AS (DELETE FROM \"TaskQueues\" q USING cx"                                 \
+	"   WHERE q.\"queueName\" = cx.\"queueName\" AND q.\"taskId\" = cx.\"id\"),"    \
+	" ev AS (INSERT INTO \"WorkflowEvents\" (\"workflowId\", \"namespaceId\","      \
+	"   \"seq\", \"type\", \"taskId\", \"data\")"                                   \
+	"   SELECT v.\"w\", a.\"ns\", a.\"base\" + v.\"i\", v.\"type\", v.\"taskId\","  \
+	"   coalesce(v.\"data\", '{}') FROM jsonb_to_recordset($5::jsonb)"              \
+	"   AS v(\"w\" uuid, \"i\" bigint, \"type\" text, \"taskId\" uuid,"             \
+	"   \"data\" jsonb) JOIN a ON a.\"w\" = v.\"w\" ORDER BY v.\"w\", v.\"i\"),"    \
+	" dq AS (DELETE FROM \"DecideQueues\" WHERE \"workflowId\" = ANY"               \
+	"  (ARRAY(SELECT a.\"w\" FROM a WHERE NOT a.\"keep\""                           \
+	"   AND NOT EXISTS (SELECT 1 FROM nt WHERE nt.\"workflowId\" = a.\"w\""         \
+	"   AND nt.\"endedAt\" IS NOT NULL AND nt.\"deciderSeenAt\" IS NULL)))),"       \
+	" dn AS (DELETE FROM \"DecideQueues\""                                          \
+	"   WHERE \"workflowId\" = ANY($6::uuid[]))"                                    \
+	" SELECT a.\"w\"::text FROM a"
+
+/* $1 to $6 as above; the workflows' ids as a uuid[] expression (keys),
+ * which prunes the partitions of "TaskExecutions" the statement updates
+ * when they are parameters of their own (SQL_FEW_KEYS, $7 to $38). */
+DB_STMT(decide_write, DECIDE_WRITE("ARRAY(SELECT \"w\" FROM x)"));
+DB_STMT(decide_write_few, DECIDE_WRITE(SQL_FEW_KEYS_7 "::uuid[]"));
 
 /*
  * obj[key] offloaded to the payload store when it is large (obj[ref_key]
@@ -651,19 +683,40 @@ add_item(struct db *db, const struct decide_item *it,
 	return true;
 }
 
-/* Runs one decide_write; applied (when not NULL) gets the ids it applied. */
+/* The id of the i-th execution of a decide_write's rows, or the nil UUID,
+ * which no execution has. */
+static const char *
+key_at(const json_t *x, size_t i)
+{
+	const char *w =
+		json_string_value(json_object_get(json_array_get(x, i), "w"));
+	return w ? w : "00000000-0000-0000-0000-000000000000";
+}
+
+/* Runs one decide_write, the variant for a few executions when few;
+ * applied (when not NULL) gets the ids it applied. */
 static bool
-run_write(struct db *db, const struct write_params *p, const char *dequeue,
-	  json_t *applied, struct err *e)
+run_write_as(struct db *db, bool few, const struct write_params *p,
+	     const char *dequeue, json_t *applied, struct err *e)
 {
 	char *x_text = json_db_text(p->x);
 	char *tasks_text = json_db_text(p->tasks);
 	char *seen_text = json_db_text(p->seen);
 	char *cancel_text = json_db_text(p->cancel);
 	char *events_text = json_db_text(p->events);
-	const char *params[] = {x_text,      tasks_text,  seen_text,
-				cancel_text, events_text, dequeue};
-	PGresult *res = db_exec(db, &decide_write, 6, params, e);
+	const char *params[6 + SQL_FEW_KEYS] = {x_text,      tasks_text,
+						seen_text,   cancel_text,
+						events_text, dequeue};
+	size_t n = json_array_size(p->x);
+	PGresult *res;
+	if (few) {
+		for (size_t i = 0; i < SQL_FEW_KEYS; i++)
+			params[6 + i] = key_at(p->x, i < n ? i : 0);
+		res = db_exec(db, &decide_write_few, 6 + SQL_FEW_KEYS, params,
+			      e);
+	} else {
+		res = db_exec(db, &decide_write, 6, params, e);
+	}
 	free(x_text);
 	free(tasks_text);
 	free(seen_text);
@@ -676,6 +729,14 @@ run_write(struct db *db, const struct write_params *p, const char *dequeue,
 				      json_string(PQgetvalue(res, i, 0)));
 	PQclear(res);
 	return true;
+}
+
+static bool
+run_write(struct db *db, const struct write_params *p, const char *dequeue,
+	  json_t *applied, struct err *e)
+{
+	return run_write_as(db, json_array_size(p->x) <= SQL_FEW_KEYS, p,
+			    dequeue, applied, e);
 }
 
 static bool
@@ -754,10 +815,16 @@ decide_warm(struct db *db, struct err *e)
 	params_init(&none);
 	const char *ids[] = {"{}"};
 	const char *tasks[] = {"{}", "[]"};
-	bool ok = db_begin(db, e) &&
-		  db_run(db, &decide_load_executions, 1, ids, e) &&
-		  db_run(db, &decide_load_tasks_stmt, 2, tasks, e) &&
-		  run_write(db, &none, "{}", NULL, e);
+	const char *few[1 + SQL_FEW_KEYS] = {"[]"};
+	for (size_t i = 0; i < SQL_FEW_KEYS; i++)
+		few[1 + i] = "00000000-0000-0000-0000-000000000000";
+	bool ok =
+		db_begin(db, e) &&
+		db_run(db, &decide_load_executions, 1, ids, e) &&
+		db_run(db, &decide_load_tasks_stmt, 2, tasks, e) &&
+		db_run(db, &decide_load_tasks_few, 1 + SQL_FEW_KEYS, few, e) &&
+		run_write_as(db, false, &none, "{}", NULL, e) &&
+		run_write_as(db, true, &none, "{}", NULL, e);
 	db_rollback(db); /* it wrote nothing; nothing to keep */
 	params_free(&none);
 	return ok;
@@ -812,12 +879,9 @@ decide_recent_retries(struct db *db, const char *ns_id, const char *task_def,
 }
 
 struct db_stmt *const decide_repo_stmts[] = {
-	&decide_claim_stmt,
-	&decide_load_executions,
-	&decide_dequeue_stmt,
-	&decide_load_tasks_stmt,
-	&decide_write,
-	&decide_postpone_stmt,
-	&decide_recent_retries_stmt,
-	NULL,
+	&decide_claim_stmt,          &decide_load_executions,
+	&decide_dequeue_stmt,        &decide_load_tasks_stmt,
+	&decide_load_tasks_few,      &decide_write,
+	&decide_write_few,           &decide_postpone_stmt,
+	&decide_recent_retries_stmt, NULL,
 };

@@ -40,6 +40,24 @@
 	" '$.** ? (@.taskReferenceName == $r && @.asyncComplete == true)'," \
 	" jsonb_build_object('r', " ref ")), false)"
 
+/*
+ * Up to SQL_FEW_KEYS keys, each a parameter of its own, as an array
+ * (SQL_FEW_KEYS_n: $n to $n + 31).  A generic plan prunes the partitions
+ * of a hash-partitioned table by the values it can see one by one when it
+ * starts: `"workflowId" = ANY($1::uuid[])` starts and runs a scan of each
+ * of the 16 partitions of "TaskExecutions", `"workflowId" =
+ * ANY(SQL_FEW_KEYS_2 "::uuid[]")` only of the partitions its keys hash to
+ * (starting a scan is most of what a lookup of a few workflows costs).
+ * The caller fills the slots it does not need with a key it passes anyway.
+ */
+#define SQL_FEW_KEYS 32
+#define SQL_FEW_KEYS_2                                                   \
+	"ARRAY[$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17," \
+	"$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33]"
+#define SQL_FEW_KEYS_7                                                        \
+	"ARRAY[$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22," \
+	"$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34,$35,$36,$37,$38]"
+
 /* Statuses after which a task never changes again. */
 #define SQL_TASK_TERMINAL                                   \
 	"('COMPLETED', 'COMPLETED_WITH_ERRORS', 'FAILED', " \

@@ -17,7 +17,9 @@
  *                version guard: one whose execution changed meanwhile
  *                writes nothing and stays queued, the others are applied
  *                with gap-free histories; an evaluation that changed
- *                nothing only leaves the queue.
+ *                nothing only leaves the queue.  Batches of a few
+ *                workflows and of many (the statements differ) each load,
+ *                react to and follow every workflow's own tasks.
  *   identity     a failed attempt 0 is retried as a new row with attempt 1
  *                (not absorbed by ON CONFLICT), while a repeated write of
  *                the same identity is absorbed without a second queue row.
@@ -660,6 +662,121 @@ Test(batch, decisions_are_written_together_each_under_its_version_guard)
 	cr_assert_eq(evaluate(&changed), 1);
 	cr_assert_eq(changed, 1);
 	cr_assert_eq(q_int("SELECT count(*) FROM \"TaskQueues\"", NULL), 3);
+}
+
+/* Claims, loads, decides and applies up to limit workflows as the loop
+ * does: one decide_apply_batch for the batch.  Returns how many it
+ * claimed; each claimed workflow must have loaded only tasks of its own. */
+static size_t
+evaluate_batch_of(int limit)
+{
+	struct err e = ERR_INIT;
+	struct evaluation ev = {.db = D};
+	cr_assert(db_begin(D, &e), "%s", e.msg);
+	cr_assert(decide_claim(D, limit, &ev.b, &e), "%s", e.msg);
+	eval_load(&ev);
+	size_t n = ev.b.n;
+	struct decision *d = xcalloc(n + 1, sizeof(*d));
+	struct decide_item *items = xcalloc(n + 1, sizeof(*items));
+	for (size_t i = 0; i < n; i++) {
+		struct loaded_execution *x = &ev.b.items[i];
+		for (size_t k = 0; k < x->n_tasks; k++)
+			cr_assert_str_eq(x->tasks[k].workflow_id, x->id);
+		struct decider_input in = {wf, x, lookup, NULL, NULL};
+		decide(&in, &d[i]);
+		cr_assert(d[i].changed, "workflow %s", x->id);
+		items[i] = (struct decide_item){x,
+						{d[i].update, d[i].tasks,
+						 d[i].seen, d[i].cancel,
+						 d[i].events},
+						false};
+	}
+	json_t *none = json_array();
+	cr_assert(decide_apply_batch(D, items, n, none, &e), "%s", e.msg);
+	json_decref(none);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(items[i].applied, "workflow %s", items[i].x->id);
+		decision_free(&d[i]);
+	}
+	free(d);
+	free(items);
+	cr_assert(db_commit(D, &e), "%s", e.msg);
+	eval_free(&ev);
+	return n;
+}
+
+/*
+ * A batch of a few workflows names each one as a parameter of its own (the
+ * generic plan then prunes "TaskExecutions" to their partitions), a larger
+ * one names them in an array: either way each workflow's tasks, and only
+ * its own, are loaded, reacted to and followed.  The sizes straddle the
+ * statements' switch (32).
+ */
+static void
+batch_of(int n)
+{
+	register_defs(0);
+	char(*ids)[37] = xcalloc((size_t)n, sizeof(*ids));
+	for (int i = 0; i < n; i++)
+		start_exec(ids[i]);
+	cr_assert_eq(evaluate_batch_of(n), (size_t)n);
+	cr_assert_eq(q_int("SELECT count(*) FROM \"TaskQueues\"", NULL), n);
+
+	/* Each first task completes with its own workflow's id as output. */
+	PQclear(th_query(sql,
+			 "WITH t AS (UPDATE \"TaskExecutions\" SET \"status\" ="
+			 " 'COMPLETED', \"endedAt\" = now(), \"output\" ="
+			 " jsonb_build_object('y', \"workflowId\"::text)"
+			 " WHERE \"refName\" = 'a' RETURNING \"workflowId\","
+			 " \"namespaceId\"), q AS (DELETE FROM \"TaskQueues\")"
+			 " INSERT INTO \"DecideQueues\" (\"workflowId\","
+			 " \"namespaceId\", \"reason\") SELECT \"workflowId\","
+			 " \"namespaceId\", 'test' FROM t",
+			 0, NULL));
+	cr_assert_eq(evaluate_batch_of(n), (size_t)n);
+
+	for (int i = 0; i < n; i++) {
+		/* Its second task got its own first task's output. */
+		const char *params[] = {ids[i]};
+		PGresult *r =
+			th_query(sql,
+				 "SELECT \"input\"->>'y' FROM"
+				 " \"TaskExecutions\" WHERE \"workflowId\""
+				 " = $1::uuid AND \"refName\" = 'b'",
+				 1, params);
+		cr_assert_eq(PQntuples(r), 1, "workflow %d", i);
+		cr_assert_str_eq(PQgetvalue(r, 0, 0), ids[i]);
+		PQclear(r);
+		/* Its first was marked reacted to. */
+		cr_assert_eq(q_int("SELECT count(*) FROM \"TaskExecutions\""
+				   " WHERE \"workflowId\" = $1::uuid AND"
+				   " \"refName\" = 'a' AND \"deciderSeenAt\""
+				   " IS NOT NULL",
+				   ids[i]),
+			     1, "workflow %d", i);
+	}
+	cr_assert_eq(q_int("SELECT count(*) FROM \"DecideQueues\"", NULL), 0);
+	free(ids);
+}
+
+Test(batch, a_few_workflows_each_load_and_follow_their_own_tasks)
+{
+	batch_of(3);
+}
+
+Test(batch, thirty_two_workflows_each_load_and_follow_their_own_tasks)
+{
+	batch_of(32);
+}
+
+Test(batch, thirty_three_workflows_each_load_and_follow_their_own_tasks)
+{
+	batch_of(33);
+}
+
+Test(batch, forty_workflows_each_load_and_follow_their_own_tasks)
+{
+	batch_of(40);
 }
 
 /* ============================================================= identity */
