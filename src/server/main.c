@@ -39,9 +39,11 @@
 #include "runtime/loop.h"
 #include "runtime/signals.h"
 #include "store/db.h"
+#include "store/executions_repo.h"
 #include "store/migrate.h"
 #include "store/payload_repo.h"
 #include "store/pool.h"
+#include "store/queue_repo.h"
 #include "util/timeutil.h"
 
 #include <stdio.h>
@@ -392,6 +394,21 @@ preflight(const struct config *cfg, bool *ready)
 	return true;
 }
 
+/*
+ * A pooled connection, before the server listens: the statements of
+ * starts, polls and results run once on nothing.  A new backend reads
+ * the catalog of every partition they touch when it first plans them (a
+ * lease, about 30 ms); that was the first requests' wait after a start.
+ */
+static void
+warm_connection(struct db *db)
+{
+	struct err e = ERR_INIT;
+	if (!exec_warm(db, &e) || !queue_warm(db, &e))
+		log_warn("server", "could not warm a pooled connection: %s",
+			 e.msg);
+}
+
 static void
 wake_all(void *arg)
 {
@@ -441,12 +458,13 @@ cmd_serve(struct command_line *cl)
 		 * threads' share of the pool now rather than on the first
 		 * requests, which would each wait on a new backend.  Pooled
 		 * connections prepare a statement when they first run it
-		 * (preflight checked them all). */
+		 * (preflight checked them all); the hot ones are run now
+		 * (warm_connection). */
 		int64_t t0 = mono_ms();
 		int want = (int)(cfg->http_threads < cfg->db_pool_size
 					 ? cfg->http_threads
 					 : cfg->db_pool_size);
-		int got = db_pool_fill(app.pool, want);
+		int got = db_pool_fill(app.pool, want, warm_connection);
 		log_debug("server",
 			  "%d of %d pool connections opened in %lld ms", got,
 			  want, (long long)(mono_ms() - t0));

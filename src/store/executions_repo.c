@@ -128,6 +128,12 @@ exec_start_many(struct db *db, const struct exec_start *const *s, size_t n,
 	return true;
 }
 
+bool
+exec_warm(struct db *db, struct err *e)
+{
+	return exec_start_many(db, NULL, 0, NULL, e);
+}
+
 DB_STMT(exec_idempotent_existing,
 	"SELECT \"workflowId\"::text FROM \"IdempotencyKeys\""
 	" WHERE \"namespaceId\" = $1::uuid AND \"key\" = $2");

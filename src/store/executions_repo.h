@@ -61,6 +61,10 @@ struct exec_started {
 bool exec_start_many(struct db *db, const struct exec_start *const *s, size_t n,
 		     struct exec_started *out, struct err *e);
 
+/* exec_start_many of no start: plans it on a new connection (see
+ * queue_warm).  Writes nothing. */
+bool exec_warm(struct db *db, struct err *e);
+
 /* x = *s with its input offloaded when large (unless input_ref is set):
  * x->input becomes the payload store's placeholder (*stored, to free) and
  * x->input_ref its reference (ref).  Too large an input: false,

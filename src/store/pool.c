@@ -113,6 +113,7 @@ open_one(struct db_pool *p, struct err *e)
 
 struct fill_job {
 	struct db_pool *pool;
+	db_pool_warm_fn *warm;
 	pthread_t thread;
 	bool started;
 	struct db *db;
@@ -124,6 +125,8 @@ fill_one(void *arg)
 	struct fill_job *j = arg;
 	struct err e = ERR_INIT;
 	j->db = open_one(j->pool, &e);
+	if (j->db && j->warm)
+		j->warm(j->db);
 	return NULL;
 }
 
@@ -142,26 +145,30 @@ reserve(struct db_pool *p, int n)
 }
 
 int
-db_pool_fill(struct db_pool *p, int n)
+db_pool_fill(struct db_pool *p, int n, db_pool_warm_fn *warm)
 {
 	/* One first, alone: when the database cannot be reached, that is
-	 * one failure (one step of the backoff), not one per slot. */
+	 * one failure (one step of the backoff), not one per slot.  It is
+	 * warmed with the others. */
 	struct err e = ERR_INIT;
 	struct db *first = n > 0 && reserve(p, 1) ? open_one(p, &e) : NULL;
 	if (!first)
 		return 0;
-	db_pool_release(p, first);
 	int k = n > 1 ? reserve(p, n - 1) : 0;
-	struct fill_job *jobs = xcalloc((size_t)(k ? k : 1), sizeof(*jobs));
+	struct fill_job *jobs = xcalloc((size_t)k + 1, sizeof(*jobs));
+	jobs[k] = (struct fill_job){.pool = p, .warm = warm, .db = first};
 	for (int i = 0; i < k; i++) {
 		jobs[i].pool = p;
+		jobs[i].warm = warm;
 		jobs[i].started = pthread_create(&jobs[i].thread, NULL,
 						 fill_one, &jobs[i]) == 0;
 		if (!jobs[i].started)
 			fill_one(&jobs[i]);
 	}
-	int opened = 1;
-	for (int i = 0; i < k; i++) {
+	if (warm)
+		warm(first);
+	int opened = 0;
+	for (int i = 0; i <= k; i++) {
 		if (jobs[i].started)
 			pthread_join(jobs[i].thread, NULL);
 		if (jobs[i].db) {

@@ -30,12 +30,18 @@ struct db_pool *db_pool_create(const char *url, int size, unsigned flags);
 void db_pool_destroy(struct db_pool *pool);
 struct db *db_pool_acquire(struct db_pool *pool, int timeout_ms, struct err *e);
 void db_pool_release(struct db_pool *pool, struct db *db);
+/* What db_pool_fill runs on each connection it opened, on that
+ * connection's thread, before the pool lends it out (it logs its own
+ * failures: the connection is lent out anyway). */
+typedef void db_pool_warm_fn(struct db *db);
+
 /* Opens up to n connections, one first and then the others at once, each
- * on a thread of its own, and returns when all have connected or failed:
- * how many were opened.  At start-up, so the first requests do not each
- * wait on a new backend.  A failure counts as on acquire (backoff, metric,
- * warning); when the first fails, no other is tried. */
-int db_pool_fill(struct db_pool *pool, int n);
+ * on a thread of its own, runs warm (may be NULL) on each, and returns
+ * when all have connected or failed: how many were opened.  At start-up,
+ * so the first requests do not each wait on a new backend.  A failure
+ * counts as on acquire (backoff, metric, warning); when the first fails,
+ * no other is tried. */
+int db_pool_fill(struct db_pool *pool, int n, db_pool_warm_fn *warm);
 /* How many callers may wait for a busy pool at once (default: no limit;
  * 0: none waits).  Call before the pool is shared. */
 void db_pool_set_queue(struct db_pool *pool, int max_waiters);

@@ -139,6 +139,12 @@ enum queue_fate {
 bool queue_results(struct db *db, const char *queue, const char *batch,
 		   size_t n, enum queue_fate *fate, bool *freed, struct err *e);
 
+/* Runs a worker's statements (a poll's lease, a batch of results) once on
+ * a queue no task can be on: a new connection then has the catalog read
+ * and the statements planned before a worker waits on it.  Writes
+ * nothing. */
+bool queue_warm(struct db *db, struct err *e);
+
 /* A system task declared asyncComplete that has done its work: records its
  * output and leaves it IN_PROGRESS with its queue row gone (nothing leases
  * it again, no lease runs out) until the API completes or fails it.

@@ -729,16 +729,35 @@ pool_connections(void)
 	return n;
 }
 
+/* Pooled connections of the server on the clone whose last statement was
+ * the batch of results: the last statement a warmed connection runs. */
+static long long
+warmed_connections(void)
+{
+	PGconn *c = th_connect(db.url);
+	long long n = th_int(
+		c,
+		"SELECT count(*) FROM pg_stat_activity WHERE \"datname\" ="
+		" current_database() AND \"pid\" <> pg_backend_pid() AND"
+		" \"query\" LIKE 'WITH i AS (SELECT * FROM"
+		" jsonb_to_recordset($2::jsonb) AS i(\"n\" int,%'",
+		0, NULL);
+	PQfinish(c);
+	return n;
+}
+
 /* On a migrated database the HTTP threads' share of the pool is connected
  * before the server listens, so the first requests do not each wait on a
- * new backend; on a database not ready to serve, nothing is connected
- * ahead. */
+ * new backend, and each has run the statements of starts, polls and
+ * results (one of them has answered /readyz since); on a database not
+ * ready to serve, nothing is connected ahead. */
 Test(server, pool_is_connected_before_the_first_request)
 {
 	const char *flags[] = {"--http-threads", "3", "--db-pool-size", "5",
 			       NULL};
 	start_on_clone(flags);
 	cr_assert_eq(pool_connections(), 3);
+	cr_assert_geq(warmed_connections(), 2);
 	stop_server();
 
 	start_on_changed_clone(UNAPPLY_0002, flags);

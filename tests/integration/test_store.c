@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,9 +418,18 @@ refusing_port(char *url, size_t size)
 	return fd;
 }
 
-/* Filling the pool ahead of demand opens every connection it can, and on
- * an unreachable database tries once: one failure, one step of the
- * backoff, and the slots it reserved given back. */
+static atomic_int warmed;
+
+static void
+count_warm(struct db *db)
+{
+	cr_assert_not_null(db);
+	atomic_fetch_add(&warmed, 1);
+}
+
+/* Filling the pool ahead of demand opens every connection it can and warms
+ * each, and on an unreachable database tries once: one failure, one step
+ * of the backoff, and the slots it reserved given back. */
 Test(pool, fill_opens_ahead_and_tries_once_when_unreachable,
      .init = setup_clone, .fini = teardown)
 {
@@ -428,16 +438,19 @@ Test(pool, fill_opens_ahead_and_tries_once_when_unreachable,
 	struct metric *open = metric_register(
 		METRIC_GAUGE, "nodeflow_db_pool_connections", "", "");
 	struct db_pool *pool = db_pool_create(tdb.url, 3, DB_PLAIN);
-	cr_assert_eq(db_pool_fill(pool, 5), 3);
+	atomic_store(&warmed, 0);
+	cr_assert_eq(db_pool_fill(pool, 5, count_warm), 3);
+	cr_assert_eq(atomic_load(&warmed), 3);
 	cr_assert_eq(metric_get(open), 3);
-	cr_assert_eq(db_pool_fill(pool, 5), 0, "the pool was full");
+	cr_assert_eq(db_pool_fill(pool, 5, NULL), 0, "the pool was full");
 	db_pool_destroy(pool);
 
 	char url[256];
 	int fd = refusing_port(url, sizeof(url));
 	pool = db_pool_create(url, 4, DB_PLAIN);
 	long long failed = metric_get(failures);
-	cr_assert_eq(db_pool_fill(pool, 4), 0);
+	cr_assert_eq(db_pool_fill(pool, 4, count_warm), 0);
+	cr_assert_eq(atomic_load(&warmed), 3, "no connection, no warming");
 	cr_assert_eq(metric_get(failures) - failed, 1);
 	cr_assert_eq(metric_get(open), 0);
 	db_pool_destroy(pool);
