@@ -6,6 +6,7 @@
 #include "http/app.h"
 #include "http/conductor.h"
 #include "http/fields.h"
+#include "http/queues.h"
 #include "http/task_logs.h"
 #include "store/conductor_repo.h"
 #include "store/subflows_repo.h"
@@ -64,14 +65,9 @@ poll(struct http_request *req, struct http_response *res, long count,
 	char *leased = NULL, *tasks = NULL;
 	size_t n = 0;
 	bool waits = wait_ms > 0 && !req->wait_over && mono_ms() < deadline;
-	/* A look since the queue's last wake found nothing: this one would
-	 * too. */
-	bool skip = waits && http_known_empty(req, key, seq);
-	bool plain = false;
-	if (skip)
-		workers_poll_skipped(&q, worker);
-	else if (!workers_poll(c.db, &q, worker, (int)count, &leased, &n,
-			       &plain, &e)) {
+	int64_t retry_at = 0;
+	if (!queues_look(req, c.db, &q, key, seq, waits, worker, (int)count,
+			 &leased, &n, &retry_at, &e)) {
 		/* What a wake meant for this poll is still there: another
 		 * waiting poll looks. */
 		http_server_wake_n(req->server, key, (unsigned long)count);
@@ -81,13 +77,9 @@ poll(struct http_request *req, struct http_response *res, long count,
 	}
 	if (n == 0) {
 		free(leased);
-		if (plain)
-			http_mark_empty(req, key, seq);
-		long retry = waits && !skip ? workers_retry_ms(c.db, &q) : 0;
 		cond_end(req, &c);
-		if (waits && http_park_retry(req, res, key, deadline,
-					     retry ? mono_ms() + retry : 0, seq,
-					     (unsigned long)count))
+		if (waits && http_park_retry(req, res, key, deadline, retry_at,
+					     seq, (unsigned long)count))
 			return;
 		if (single)
 			cond_no_content(res);

@@ -64,6 +64,33 @@ invalid(struct http_response *res, struct dsl_errors *errs)
 	return true;
 }
 
+bool
+queues_look(struct http_request *req, struct db *db, const struct queue_ref *q,
+	    const char *key, uint64_t seq, bool waits, const char *worker,
+	    int count, char **json_out, size_t *n, int64_t *retry_at,
+	    struct err *e)
+{
+	*json_out = NULL;
+	*n = 0;
+	*retry_at = 0;
+	/* A look since the queue's last wake found nothing: this one would
+	 * too. */
+	if (waits && http_known_empty(req, key, seq)) {
+		workers_poll_skipped(q, worker);
+		return true;
+	}
+	bool plain = false;
+	if (!workers_poll(db, q, worker, count, json_out, n, &plain, e))
+		return false;
+	if (*n == 0 && plain)
+		http_mark_empty(req, key, seq);
+	if (*n == 0 && waits) {
+		long retry = workers_retry_ms(db, q);
+		*retry_at = retry ? mono_ms() + retry : 0;
+	}
+	return true;
+}
+
 void
 queues_poll(struct http_request *req, struct http_response *res)
 {
@@ -90,33 +117,19 @@ queues_poll(struct http_request *req, struct http_response *res)
 						   : mono_ms() + wait;
 			bool waits = wait > 0 && !req->wait_over &&
 				     mono_ms() < deadline;
-			/* A look since the queue's last wake found nothing:
-			 * this one would too. */
-			bool skip = waits && http_known_empty(req, key, seq);
-			bool plain = false, ok = true;
-			if (skip) {
-				workers_poll_skipped(&c.q, worker);
-				tasks = NULL;
-				n = 0;
-			} else {
-				ok = workers_poll(c.db, &c.q, worker,
-						  (int)count, &tasks, &n,
-						  &plain, &e);
-			}
-			if (ok && n == 0 && plain)
-				http_mark_empty(req, key, seq);
+			int64_t retry_at = 0;
+			bool ok = queues_look(req, c.db, &c.q, key, seq, waits,
+					      worker, (int)count, &tasks, &n,
+					      &retry_at, &e);
 			if (ok && n == 0 && waits) {
 				/* Nothing yet: wait without holding a thread
 				 * or a connection (looking again when a full
 				 * rate-limit window ends). */
-				long retry =
-					skip ? 0 : workers_retry_ms(c.db, &c.q);
 				free(tasks);
 				end(req, &c);
 				if (http_park_retry(req, res, key, deadline,
-						    retry ? mono_ms() + retry
-							  : 0,
-						    seq, (unsigned long)count))
+						    retry_at, seq,
+						    (unsigned long)count))
 					return;
 				http_text(res, 200, "application/json",
 					  "{\"tasks\":[]}");

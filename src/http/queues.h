@@ -14,6 +14,14 @@
 
 #include "http/http.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct db;
+struct err;
+struct queue_ref;
+
 http_handler queues_poll;
 http_handler queues_complete;
 http_handler queues_fail;
@@ -21,5 +29,22 @@ http_handler queues_heartbeat;
 http_handler queues_release;
 http_handler queues_defer;
 http_handler queues_results;
+
+/*
+ * One look of a worker's long-poll at queue q (this API's and Conductor's,
+ * http/conductor_tasks.h): a lease (workers_poll) of up to count tasks,
+ * unless the poll may wait (waits) and a look since the queue's last wake
+ * found it plainly empty (http_known_empty), when nothing is leased and
+ * the database is not asked.  A look that finds the queue plainly empty is
+ * remembered for the next (http_mark_empty).  key is the queue's wake key
+ * and seq the wake count read before (http_wake_seq).  When nothing was
+ * leased and the poll may wait, *retry_at is when to look again before a
+ * wake (a monotonic time; 0: on a wake only, workers_retry_ms).  On
+ * failure, false with e set.
+ */
+bool queues_look(struct http_request *req, struct db *db,
+		 const struct queue_ref *q, const char *key, uint64_t seq,
+		 bool waits, const char *worker, int count, char **json_out,
+		 size_t *n, int64_t *retry_at, struct err *e);
 
 #endif

@@ -12,6 +12,9 @@
 #include <string.h>
 
 /* Due rows only: a postponed evaluation carries a future "enqueuedAt". */
+/* An id no execution has: fills parameters that must name one. */
+#define NIL_UUID "00000000-0000-0000-0000-000000000000"
+
 DB_STMT(decide_claim_stmt, "SELECT \"workflowId\"::text FROM \"DecideQueues\""
 			   " WHERE \"enqueuedAt\" <= now()"
 			   " LIMIT $1::int FOR UPDATE SKIP LOCKED");
@@ -227,11 +230,8 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 {
 	if (b->n == 0)
 		return true;
-	struct strbuf ids = STRBUF_INIT;
 	json_t *pairs = json_array();
-	sb_putc(&ids, '{');
 	for (size_t i = 0; i < b->n; i++) {
-		sb_printf(&ids, "%s%s", i ? "," : "", b->items[i].id);
 		size_t k;
 		json_t *ref;
 		json_array_foreach (refs[i], k, ref) {
@@ -240,7 +240,6 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 							       "ref", ref));
 		}
 	}
-	sb_putc(&ids, '}');
 	char *pairs_text = json_db_text(pairs);
 	json_decref(pairs);
 	PGresult *res;
@@ -251,10 +250,15 @@ decide_load_tasks(struct db *db, struct decide_batch *b, json_t *const *refs,
 		res = db_exec(db, &decide_load_tasks_few, 1 + SQL_FEW_KEYS,
 			      params, e);
 	} else {
+		struct strbuf ids = STRBUF_INIT;
+		sb_putc(&ids, '{');
+		for (size_t i = 0; i < b->n; i++)
+			sb_printf(&ids, "%s%s", i ? "," : "", b->items[i].id);
+		sb_putc(&ids, '}');
 		const char *params[] = {sb_str(&ids), pairs_text};
 		res = db_exec(db, &decide_load_tasks_stmt, 2, params, e);
+		sb_free(&ids);
 	}
-	sb_free(&ids);
 	free(pairs_text);
 	if (!res)
 		return false;
@@ -690,7 +694,7 @@ key_at(const json_t *x, size_t i)
 {
 	const char *w =
 		json_string_value(json_object_get(json_array_get(x, i), "w"));
-	return w ? w : "00000000-0000-0000-0000-000000000000";
+	return w ? w : NIL_UUID;
 }
 
 /* Runs one decide_write, the variant for a few executions when few;
@@ -817,7 +821,7 @@ decide_warm(struct db *db, struct err *e)
 	const char *tasks[] = {"{}", "[]"};
 	const char *few[1 + SQL_FEW_KEYS] = {"[]"};
 	for (size_t i = 0; i < SQL_FEW_KEYS; i++)
-		few[1 + i] = "00000000-0000-0000-0000-000000000000";
+		few[1 + i] = NIL_UUID;
 	bool ok =
 		db_begin(db, e) &&
 		db_run(db, &decide_load_executions, 1, ids, e) &&
