@@ -37,6 +37,7 @@ struct decide_loop {
 	bool guarded;         /* the next batch takes savepoints */
 	long long decisions;  /* applied in this batch, counted at commit */
 	bool left_queued;     /* this batch left a claimed workflow queued */
+	bool backlog;         /* the last batch was large: share, not wait */
 	struct loop *loop;
 	atomic_bool working; /* in a tick that claimed work */
 };
@@ -436,13 +437,18 @@ run_batch(struct decide_loop *dl, struct err *e)
 			log_warn("decider", "could not plan ahead: %s", we.msg);
 	}
 
+	/* A short queue is claimed in turns, across replicas: three replicas'
+	 * deciders each claiming at once split it into three batches, each
+	 * with its statements and commit.  A backlog is shared at once. */
 	struct decide_batch b = {0};
 	if (!db_begin(dl->db, e) ||
+	    (!dl->backlog && !decide_take_turn(dl->db, e)) ||
 	    !decide_claim(dl->db, dl->opts.batch_size, &b, e)) {
 		db_rollback(dl->db);
 		return LOOP_ERROR;
 	}
 	if (b.n == 0) {
+		dl->backlog = false;
 		bool ok = db_commit(dl->db, e);
 		decide_batch_free(&b);
 		return ok ? LOOP_IDLE : LOOP_ERROR;
@@ -511,6 +517,7 @@ run_batch(struct decide_loop *dl, struct err *e)
 	json_decref(touched);
 	bool full = b.n == (size_t)dl->opts.batch_size;
 	bool share = full || b.n >= SHARE_AT;
+	dl->backlog = share;
 	decide_batch_free(&b);
 	/* A full batch, or one that left work queued, may have more behind
 	 * it: claim again at once.  A short one took all there was: anything

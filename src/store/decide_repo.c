@@ -15,8 +15,17 @@
 /* An id no execution has: fills parameters that must name one. */
 #define NIL_UUID "00000000-0000-0000-0000-000000000000"
 
+/* The advisory-lock class of a decider's turn (the key's first half; task
+ * logs have 7361). */
+#define DECIDE_TURN_LOCK_CLASS "7362"
+
+DB_STMT(decide_turn_stmt,
+	"SELECT pg_advisory_xact_lock(" DECIDE_TURN_LOCK_CLASS ", 0)");
+
+/* Due by the statement's clock, not the transaction's: a decider that
+ * waited for its turn claims what was enqueued meanwhile. */
 DB_STMT(decide_claim_stmt, "SELECT \"workflowId\"::text FROM \"DecideQueues\""
-			   " WHERE \"enqueuedAt\" <= now()"
+			   " WHERE \"enqueuedAt\" <= statement_timestamp()"
 			   " LIMIT $1::int FOR UPDATE SKIP LOCKED");
 
 /* The window over the whole batch prunes to the partitions its ids can
@@ -58,6 +67,12 @@ decide_dequeue(struct db *db, const char *workflow_id, struct err *e)
 {
 	const char *params[] = {workflow_id};
 	return db_run(db, &decide_dequeue_stmt, 1, params, e);
+}
+
+bool
+decide_take_turn(struct db *db, struct err *e)
+{
+	return db_run(db, &decide_turn_stmt, 0, NULL, e);
 }
 
 bool
@@ -883,9 +898,15 @@ decide_recent_retries(struct db *db, const char *ns_id, const char *task_def,
 }
 
 struct db_stmt *const decide_repo_stmts[] = {
-	&decide_claim_stmt,          &decide_load_executions,
-	&decide_dequeue_stmt,        &decide_load_tasks_stmt,
-	&decide_load_tasks_few,      &decide_write,
-	&decide_write_few,           &decide_postpone_stmt,
-	&decide_recent_retries_stmt, NULL,
+	&decide_turn_stmt,
+	&decide_claim_stmt,
+	&decide_load_executions,
+	&decide_dequeue_stmt,
+	&decide_load_tasks_stmt,
+	&decide_load_tasks_few,
+	&decide_write,
+	&decide_write_few,
+	&decide_postpone_stmt,
+	&decide_recent_retries_stmt,
+	NULL,
 };

@@ -79,6 +79,12 @@ struct decide_batch {
 	size_t n;
 };
 
+/* Waits for the deciders' turn, any replica's, and holds it until the
+ * caller's transaction ends (a transaction-scoped advisory lock): deciders
+ * that each claim a short queue, one after another, claim what came in
+ * the meantime together, instead of splitting it into small batches. */
+bool decide_take_turn(struct db *db, struct err *e);
+
 /* Claims up to limit workflows due for evaluation and loads their
  * executions.  Must run inside the caller's transaction. */
 bool decide_claim(struct db *db, int limit, struct decide_batch *out,

@@ -1081,6 +1081,52 @@ Test(workers, an_api_only_replica_wakes_another_replicas_decider)
 	e2e_use(0);
 }
 
+/*
+ * Deciders claim a short queue in turns, across replicas: while the turn
+ * is taken (here by the test, as a decider of a third replica would hold
+ * it through its batch), both replicas' deciders wait for it rather than
+ * each claiming its own start; once it is free, the first to get it
+ * claims both starts in one batch (their task rows share a transaction)
+ * and the other finds nothing left.
+ */
+Test(workers, deciders_of_replicas_claim_a_short_queue_in_turns)
+{
+	e2e_open();
+	e2e_serve(NULL);
+	e2e_serve(NULL);
+	put_task_def("turns", 0, 300);
+	put_one_task_workflow("turn", "turns");
+	PGconn *holder = th_connect(e2e_db()->url);
+	th_exec(holder, "BEGIN");
+	th_exec(holder, "SELECT pg_advisory_xact_lock(7362, 0)");
+	char a[37], b[37];
+	e2e_use(0);
+	e2e_start_workflow("turn", json_pack("{s:i}", "n", 1), a);
+	e2e_use(1);
+	e2e_start_workflow("turn", json_pack("{s:i}", "n", 2), b);
+	e2e_use(0);
+	struct sql_probe waiting = {
+		"SELECT count(*) FROM pg_stat_activity"
+		" WHERE \"datname\" = current_database()"
+		" AND \"wait_event\" = 'advisory'"
+		" AND \"query\" LIKE '%pg_advisory_xact_lock(7362%'",
+		2, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &waiting),
+		  "%lld deciders wait for the turn", waiting.seen);
+	cr_assert_eq(
+		e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\"", NULL), 0,
+		"a decider claimed out of turn");
+	th_exec(holder, "ROLLBACK");
+	PQfinish(holder);
+	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 2, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued),
+		  "%lld of 2 tasks queued", queued.seen);
+	cr_assert_eq(e2e_sql_int("SELECT count(DISTINCT \"xmin\"::text)"
+				 " FROM \"TaskExecutions\"",
+				 NULL),
+		     1, "the two starts were decided in two batches");
+}
+
 Test(workers, higher_priority_is_handed_out_first)
 {
 	e2e_start(NULL);
