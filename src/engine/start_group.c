@@ -7,6 +7,18 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/*
+ * A leader that takes over less than BUSY_NS after the last write ended
+ * (starts arriving back to back) first waits LINGER_NS, so that the
+ * starts on their way join its group: a statement and a commit cost about
+ * the same for one start or a dozen.  Three replicas sharing sixteen
+ * starters made groups of two (of six on one server) until they did;
+ * lingering halved their number.  A start that comes alone is written at
+ * once.
+ */
+enum { BUSY_NS = 1000000, LINGER_NS = 500000 };
 
 /* A caller's start, queued until a leader writes it. */
 struct job {
@@ -23,6 +35,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static struct job *head, **tail = &head; /* waiting, oldest first */
 static bool writing;                     /* a leader is writing a group */
+static struct timespec last_end;         /* when the last write ended */
 
 static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
 static struct metric *m_writes, *m_starts, *m_waiting;
@@ -41,15 +54,31 @@ register_metrics(void)
 		"Workflow starts waiting for the write in progress to end.");
 }
 
+static long long
+ns_since(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long long)(now.tv_sec - t->tv_sec) * 1000000000LL +
+	       (now.tv_nsec - t->tv_nsec);
+}
+
 /*
- * Called with the lock held and no write in progress: takes the oldest
- * waiting starts, writes them with db (the lock released meanwhile, so the
- * next ones queue), marks them done and wakes their callers.  Returns with
- * the lock held.
+ * Called with the lock held and no write in progress: lingers when the
+ * last write just ended (BUSY_NS), then takes the oldest waiting starts,
+ * writes them with db (the lock released meanwhile, so the next ones
+ * queue), marks them done and wakes their callers.  Returns with the lock
+ * held.
  */
 static void
 lead(struct db *db)
 {
+	writing = true;
+	if (ns_since(&last_end) < BUSY_NS) {
+		pthread_mutex_unlock(&lock);
+		nanosleep(&(struct timespec){0, LINGER_NS}, NULL);
+		pthread_mutex_lock(&lock);
+	}
 	struct job *batch[START_GROUP_MAX];
 	const struct exec_start *s[START_GROUP_MAX];
 	size_t n = 0;
@@ -61,7 +90,6 @@ lead(struct db *db)
 	if (!head)
 		tail = &head;
 	metric_add(m_waiting, -(long long)n);
-	writing = true;
 	pthread_mutex_unlock(&lock);
 
 	struct exec_started out[START_GROUP_MAX];
@@ -88,6 +116,7 @@ lead(struct db *db)
 		j->done = true;
 	}
 	writing = false;
+	clock_gettime(CLOCK_MONOTONIC, &last_end);
 	pthread_cond_broadcast(&cond);
 }
 

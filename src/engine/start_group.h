@@ -10,7 +10,9 @@
  * START_GROUP_MAX), writes them on its own connection and answers each.
  * With no concurrency a start is written alone at once; under load the
  * groups grow with the callers waiting, and the cost per start falls as
- * the load rises.
+ * the load rises.  A leader that takes over right after a write (starts
+ * arriving back to back) first waits half a millisecond for the starts on
+ * their way.
  *
  * Threads: any; a caller blocks until its start is written, as it would on
  * its own statement.  Ownership: s is borrowed until the call returns.
