@@ -246,13 +246,18 @@ count_applied(struct decide_loop *dl, const struct decision *d, json_t *queues)
 	json_array_foreach (d->tasks, i, row) {
 		const char *q =
 			json_string_value(json_object_get(row, "queueName"));
-		if (q)
-			queue_signal_add(queues, q, 1);
+		if (!q)
+			continue;
 		const char *type =
 			json_string_value(json_object_get(row, "taskType"));
 		const struct task_kind *k = type ? task_kind_find(type) : NULL;
-		if (k && k->exec == TASK_EXEC_SYSTEM)
+		if (k && k->exec == TASK_EXEC_SYSTEM) {
+			/* for every replica's runners, not for polls */
+			queue_signal_add(queues, QUEUE_SIGNAL_SYSTEM, 1);
 			dl->system_enqueued = true;
+		} else {
+			queue_signal_add(queues, q, 1);
+		}
 	}
 	dl->decisions++;
 }

@@ -13,7 +13,9 @@
  * The payload's first line names the sending process, so a process's
  * listener passes over its own signals (queue_signal_local delivered them
  * already); each further line is a queue name, a tab and the count.  A
- * line without a count, and "*", wake every poll waiting there.  A
+ * line without a count, and "*", wake every poll waiting there.  System
+ * tasks, which no poll takes, are counted under QUEUE_SIGNAL_SYSTEM: the
+ * receivers wake their system-task runners.  A
  * notification lost while reconnecting costs a poll its wait and nothing
  * else; after a reconnection every local poll looks again.
  *
@@ -31,6 +33,10 @@
 #include <jansson.h>
 
 struct db;
+
+/* The name a signal counts system tasks under (any type, any queue): no
+ * queue's, a queue's name being "<namespace>/<name>". */
+#define QUEUE_SIGNAL_SYSTEM "system"
 
 /* Called per queue named, with the tasks enqueued on it (0: unknown, wake
  * every poll); queue NULL means every queue. */

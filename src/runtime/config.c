@@ -137,9 +137,9 @@ static const struct config_def defs[] = {
 	    "threads running INLINE and JSON_JQ_TRANSFORM tasks (scripts at "
 	    "once); 0 runs no system tasks of those types here"),
 	INT("system-tasks-interval-ms", "NODEFLOW_SYSTEM_TASKS_INTERVAL_MS",
-	    "100", 10, 60000, system_tasks_interval_ms,
-	    "how often an idle system-task runner looks for work (queued work "
-	    "wakes it at once)"),
+	    "1000", 10, 60000, system_tasks_interval_ms,
+	    "how often an idle system-task runner looks for work (work any "
+	    "replica queues wakes it at once)"),
 	INT("http-max-in-flight", "NODEFLOW_HTTP_MAX_IN_FLIGHT", "64", 0, 10000,
 	    http_max_in_flight,
 	    "HTTP tasks in flight at once; 0 runs no HTTP tasks here"),

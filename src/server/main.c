@@ -416,12 +416,18 @@ wake_all(void *arg)
 	systasks_wake();
 }
 
-/* Engine → HTTP: tasks were enqueued on queue; parked long-polls that can
- * take them look again. */
+/* Tasks were enqueued on queue: this process's parked long-polls that can
+ * take them look again (when it serves the API), and its system-task
+ * runners for system tasks and for a signal that may have been lost
+ * (queue NULL). */
 static void
 wake_queue(const char *queue, unsigned long tasks, void *arg)
 {
-	http_server_wake_n(arg, queue, tasks);
+	bool system = queue && strcmp(queue, QUEUE_SIGNAL_SYSTEM) == 0;
+	if (!queue || system)
+		systasks_wake();
+	if (arg && !system)
+		http_server_wake_n(arg, queue, tasks);
 }
 
 static int
@@ -519,11 +525,11 @@ cmd_serve(struct command_line *cl)
 	struct loop *polls = NULL;
 	struct loop *decide_listen = NULL;
 	struct loop *payloads = NULL;
-	if (http) { /* work enqueued by any replica wakes this one's polls */
-		signals =
-			queue_signal_start(cfg->database_url, wake_queue, http);
+	/* Work enqueued by any replica wakes this one's polls and system-task
+	 * runners. */
+	signals = queue_signal_start(cfg->database_url, wake_queue, http);
+	if (http)
 		polls = worker_polls_start(cfg->database_url);
-	}
 	if (has_role(cfg->roles, "engine")) {
 		partitions = partitions_loop_start(cfg);
 		payloads = payloads_loop_start(cfg);

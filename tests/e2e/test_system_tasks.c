@@ -370,6 +370,42 @@ Test(endless, times_out_and_the_server_goes_on)
 	json_decref(wf);
 }
 
+static bool
+listening(void *arg)
+{
+	(void)arg;
+	return e2e_metric("nodeflow_loop_ticks_total{loop=\"queue-signal\"}") >=
+	       1;
+}
+
+/*
+ * A system task queued by one replica's decider wakes another replica's
+ * runner through the queue signal: the first runs no INLINE task
+ * (--system-task-threads 0), the second looks on its own once a minute,
+ * so the workflow ends within the deadline only if the signal woke it.
+ */
+Test(inline, another_replicas_runner_is_woken_by_the_queue_signal)
+{
+	const char *decides[] = {"--system-task-threads", "0", NULL};
+	const char *runs[] = {"--system-tasks-interval-ms", "60000",
+			      "--decider-interval-ms", "60000", NULL};
+	e2e_open();
+	e2e_serve(decides);
+	e2e_serve(runs);
+	e2e_use(1);
+	cr_assert(th_wait_until(WAIT_MS, listening, NULL),
+		  "the runner's replica never listened");
+	e2e_use(0);
+	put_workflow("elsewhere",
+		     one_inline("js", "(function () { return 5 })"));
+	char id[37];
+	start_workflow("elsewhere", json_object(), id);
+	json_t *wf = wait_ended(id, "COMPLETED");
+	expect_json(json_object_get(task_of(wf, "js", 0), "output"),
+		    "{\"result\":5}");
+	json_decref(wf);
+}
+
 Test(jq, program_that_does_not_compile)
 {
 	e2e_start(NULL);
