@@ -21,9 +21,9 @@
  * loop gathers while it works, and a large batch (or a full one) brings in
  * a resting loop to share a backlog.  Across replicas, a loop whose last
  * batch was short claims in turn (decide_repo.h, decide_take_turn), so
- * the replicas' loops do not split a short queue into small batches.  A loop's
- * connection uses generic plans and plans its statements when it connects
- * (decide_warm).
+ * the replicas' loops do not split a short queue into small batches.  A
+ * loop's connection uses generic plans and plans its statements when it
+ * connects (decide_warm).
  *
  * Threads: each loop has its own thread and connection; decide_loop_wake
  * may be called from any thread.  Failure: a batch that fails is rolled
