@@ -15,9 +15,11 @@
 #include "store/timers_repo.h"
 #include "util/json.h"
 #include "util/mem.h"
+#include "util/timeutil.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +27,12 @@
  * share what may follow: split over two loops, a batch's work outweighs
  * the cost of a second batch. */
 enum { POSTPONE_MS = 5000, MAX_LOOPS = 16, SHARE_AT = 32 };
+
+/* A turn is a batch long (milliseconds).  One that lasts TURN_WAIT_MS is a
+ * decider stuck mid-batch (a replica cut off from the database holds its
+ * transaction until the server notices): the loop then claims without
+ * turns for TURN_SKIP_MS, as every replica's loops did before turns. */
+enum { TURN_WAIT_MS = 5000, TURN_SKIP_MS = 60000 };
 
 struct decide_loop {
 	struct loop_def def;
@@ -38,6 +46,7 @@ struct decide_loop {
 	long long decisions;  /* applied in this batch, counted at commit */
 	bool left_queued;     /* this batch left a claimed workflow queued */
 	bool backlog;         /* the last batch was large: share, not wait */
+	int64_t turns_from;   /* no turns before then (monotonic ms) */
 	struct loop *loop;
 	atomic_bool working; /* in a tick that claimed work */
 };
@@ -424,6 +433,34 @@ by_id(const void *a, const void *b)
 		      ((const struct loaded_execution *)b)->id);
 }
 
+/*
+ * A short queue is claimed in turns, across replicas: three replicas'
+ * deciders each claiming at once split it into three batches, each with
+ * its statements and commit.  A backlog is shared at once.  Called in a
+ * new transaction; when the turn is not had in time, that transaction is
+ * lost and a new one begins without it.
+ */
+static bool
+take_turn(struct decide_loop *dl, struct err *e)
+{
+	if (dl->backlog || mono_ms() < dl->turns_from)
+		return true;
+	struct err te = ERR_INIT;
+	if (decide_take_turn(dl->db, TURN_WAIT_MS, &te))
+		return true;
+	if (te.code != ERR_CONFLICT) {
+		*e = te;
+		return false;
+	}
+	log_warn("decider",
+		 "the deciders' turn was held over %d ms (a decider stuck "
+		 "mid-batch?): claiming without turns for %d s",
+		 TURN_WAIT_MS, TURN_SKIP_MS / 1000);
+	dl->turns_from = mono_ms() + TURN_SKIP_MS;
+	db_rollback(dl->db);
+	return db_begin(dl->db, e);
+}
+
 static enum loop_result
 run_batch(struct decide_loop *dl, struct err *e)
 {
@@ -442,12 +479,8 @@ run_batch(struct decide_loop *dl, struct err *e)
 			log_warn("decider", "could not plan ahead: %s", we.msg);
 	}
 
-	/* A short queue is claimed in turns, across replicas: three replicas'
-	 * deciders each claiming at once split it into three batches, each
-	 * with its statements and commit.  A backlog is shared at once. */
 	struct decide_batch b = {0};
-	if (!db_begin(dl->db, e) ||
-	    (!dl->backlog && !decide_take_turn(dl->db, e)) ||
+	if (!db_begin(dl->db, e) || !take_turn(dl, e) ||
 	    !decide_claim(dl->db, dl->opts.batch_size, &b, e)) {
 		db_rollback(dl->db);
 		return LOOP_ERROR;

@@ -19,8 +19,13 @@
  * logs have 7361). */
 #define DECIDE_TURN_LOCK_CLASS "7362"
 
+/* $1 the longest wait, in ms: the transaction's lock_timeout is that for
+ * the lock alone (set before it, restored after it). */
 DB_STMT(decide_turn_stmt,
-	"SELECT pg_advisory_xact_lock(" DECIDE_TURN_LOCK_CLASS ", 0)");
+	"WITH s AS MATERIALIZED (SELECT current_setting('lock_timeout') AS"
+	"   \"prev\", set_config('lock_timeout', $1, true))"
+	" SELECT pg_advisory_xact_lock(" DECIDE_TURN_LOCK_CLASS ", 0),"
+	" set_config('lock_timeout', s.\"prev\", true) FROM s");
 
 /* Due by the statement's clock, not the transaction's: a decider that
  * waited for its turn claims what was enqueued meanwhile. */
@@ -70,9 +75,12 @@ decide_dequeue(struct db *db, const char *workflow_id, struct err *e)
 }
 
 bool
-decide_take_turn(struct db *db, struct err *e)
+decide_take_turn(struct db *db, int wait_ms, struct err *e)
 {
-	return db_run(db, &decide_turn_stmt, 0, NULL, e);
+	char ms[16];
+	snprintf(ms, sizeof(ms), "%d", wait_ms);
+	const char *params[] = {ms};
+	return db_run(db, &decide_turn_stmt, 1, params, e);
 }
 
 bool

@@ -82,8 +82,10 @@ struct decide_batch {
 /* Waits for the deciders' turn, any replica's, and holds it until the
  * caller's transaction ends (a transaction-scoped advisory lock): deciders
  * that each claim a short queue, one after another, claim what came in
- * the meantime together, instead of splitting it into small batches. */
-bool decide_take_turn(struct db *db, struct err *e);
+ * the meantime together, instead of splitting it into small batches.
+ * Waits wait_ms at most: then fails with ERR_CONFLICT (SQLSTATE 55P03)
+ * and the transaction is lost. */
+bool decide_take_turn(struct db *db, int wait_ms, struct err *e);
 
 /* Claims up to limit workflows due for evaluation and loads their
  * executions.  Must run inside the caller's transaction. */

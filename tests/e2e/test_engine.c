@@ -1127,6 +1127,30 @@ Test(workers, deciders_of_replicas_claim_a_short_queue_in_turns)
 		     1, "the two starts were decided in two batches");
 }
 
+/*
+ * A turn held past the deciders' wait (a decider stuck mid-batch on a
+ * replica cut off from the database) holds nothing up for long: the
+ * decider claims without turns, says so, and the start is decided while
+ * the turn is still held.
+ */
+Test(workers, a_turn_held_too_long_is_passed_over)
+{
+	e2e_start(NULL);
+	put_task_def("stuck", 0, 300);
+	put_one_task_workflow("stuckturn", "stuck");
+	PGconn *holder = th_connect(e2e_db()->url);
+	th_exec(holder, "BEGIN");
+	th_exec(holder, "SELECT pg_advisory_xact_lock(7362, 0)");
+	char id[37];
+	e2e_start_workflow("stuckturn", json_pack("{s:i}", "n", 1), id);
+	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued),
+		  "the start was not decided while the turn was held");
+	cr_assert(strstr(e2e_log(), "claiming without turns"), "%s", e2e_log());
+	th_exec(holder, "ROLLBACK");
+	PQfinish(holder);
+}
+
 Test(workers, higher_priority_is_handed_out_first)
 {
 	e2e_start(NULL);
