@@ -1081,6 +1081,17 @@ Test(workers, an_api_only_replica_wakes_another_replicas_decider)
 	e2e_use(0);
 }
 
+/* A connection holding the deciders' turn (decide_repo.h), as a decider
+ * of another replica would through its batch, until it rolls back. */
+static PGconn *
+hold_the_turn(void)
+{
+	PGconn *holder = th_connect(e2e_db()->url);
+	th_exec(holder, "BEGIN");
+	th_exec(holder, "SELECT pg_advisory_xact_lock(7362, 0)");
+	return holder;
+}
+
 /*
  * Deciders claim a short queue in turns, across replicas: while the turn
  * is taken (here by the test, as a decider of a third replica would hold
@@ -1096,9 +1107,7 @@ Test(workers, deciders_of_replicas_claim_a_short_queue_in_turns)
 	e2e_serve(NULL);
 	put_task_def("turns", 0, 300);
 	put_one_task_workflow("turn", "turns");
-	PGconn *holder = th_connect(e2e_db()->url);
-	th_exec(holder, "BEGIN");
-	th_exec(holder, "SELECT pg_advisory_xact_lock(7362, 0)");
+	PGconn *holder = hold_the_turn();
 	char a[37], b[37];
 	e2e_use(0);
 	e2e_start_workflow("turn", json_pack("{s:i}", "n", 1), a);
@@ -1138,9 +1147,7 @@ Test(workers, a_turn_held_too_long_is_passed_over)
 	e2e_start(NULL);
 	put_task_def("stuck", 0, 300);
 	put_one_task_workflow("stuckturn", "stuck");
-	PGconn *holder = th_connect(e2e_db()->url);
-	th_exec(holder, "BEGIN");
-	th_exec(holder, "SELECT pg_advisory_xact_lock(7362, 0)");
+	PGconn *holder = hold_the_turn();
 	char id[37];
 	e2e_start_workflow("stuckturn", json_pack("{s:i}", "n", 1), id);
 	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", 1, 0};
