@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Due rows only: a postponed evaluation carries a future "enqueuedAt". */
 /* An id no execution has: fills parameters that must name one. */
 #define NIL_UUID "00000000-0000-0000-0000-000000000000"
 
@@ -27,8 +26,9 @@ DB_STMT(decide_turn_stmt,
 	" SELECT pg_advisory_xact_lock(" DECIDE_TURN_LOCK_CLASS ", 0),"
 	" set_config('lock_timeout', s.\"prev\", true) FROM s");
 
-/* Due by the statement's clock, not the transaction's: a decider that
- * waited for its turn claims what was enqueued meanwhile. */
+/* Due rows only (a postponed evaluation carries a future "enqueuedAt"),
+ * by the statement's clock, not the transaction's: a decider that waited
+ * for its turn claims what was enqueued meanwhile. */
 DB_STMT(decide_claim_stmt, "SELECT \"workflowId\"::text FROM \"DecideQueues\""
 			   " WHERE \"enqueuedAt\" <= statement_timestamp()"
 			   " LIMIT $1::int FOR UPDATE SKIP LOCKED");
