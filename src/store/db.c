@@ -9,8 +9,10 @@
 #include <string.h>
 
 DB_STMT(db_caps_uuidv7, "SELECT uuidv7()::text");
+/* DB_GENERIC_PLANS (db.h): session settings, before anything is planned. */
 DB_STMT(db_generic_plans,
-	"SELECT set_config('plan_cache_mode', 'force_generic_plan', false)");
+	"SELECT set_config('plan_cache_mode', 'force_generic_plan', false),"
+	" set_config('enable_seqscan', 'off', false)");
 
 struct db_stmt *const db_stmts[] = {&db_caps_uuidv7, &db_generic_plans, NULL};
 

@@ -4,15 +4,18 @@
  * naming the statement, on an unmigrated one; the jsonb funnel makes a NUL
  * storable; "IdempotencyKeys" actually constrains (and the partitioned
  * alternative would not); PostgreSQL 15 is refused; the connection pool
- * hands out, recycles, replaces and fails fast as pool.h says; and a
+ * hands out, recycles, replaces and fails fast as pool.h says; a
  * transaction in which a statement failed does not commit, even when the
- * caller let the failure pass.
+ * caller let the failure pass; and the plans a DB_GENERIC_PLANS connection
+ * made on an empty database reach rows by index once the tables are large.
  */
 #include "harness.h"
 
 #include "runtime/metrics.h"
 #include "store/db.h"
+#include "store/decide_repo.h"
 #include "store/pool.h"
+#include "store/queue_repo.h"
 #include "store/sql.h"
 #include "util/json.h"
 
@@ -480,4 +483,108 @@ Test(pool, unreachable_database_fails_fast)
 
 	db_pool_destroy(pool);
 	close(fd);
+}
+
+/* ----------------------------------------------------------------- plans */
+
+/* Rows this connection's transaction read by scanning a "TaskExecutions"
+ * or "TaskQueues" partition whole, so far. */
+static long long
+whole_scan_rows(struct db *db)
+{
+	PGresult *r =
+		PQexec(db->conn, "SELECT coalesce(sum(\"seq_tup_read\"), 0)"
+				 " FROM pg_stat_xact_user_tables"
+				 " WHERE \"relname\" LIKE 'TaskExecutions%'"
+				 "    OR \"relname\" LIKE 'TaskQueues%'");
+	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s",
+		     PQerrorMessage(db->conn));
+	long long n = atoll(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return n;
+}
+
+/*
+ * A decider's connection (DB_GENERIC_PLANS) plans its statements once, on
+ * a new replica usually while the database is small, and keeps the plans
+ * until an analyse invalidates them.  Made on empty tables and left to
+ * the statistics, the decider's load of a large batch's tasks was a scan
+ * of every "TaskExecutions" partition, and the system-task lease a scan
+ * of every "TaskQueues" partition, at any size the tables grew to.  Here
+ * the plans are made on an empty database, the tables then grow (with
+ * autovacuum off, so no analyse makes them again) and neither statement
+ * reads a partition whole.
+ */
+Test(plans, generic_plans_made_on_an_empty_database_stay_keyed,
+     .init = setup_clone, .fini = teardown)
+{
+	th_exec(conn, "DO $$ DECLARE r record; BEGIN"
+		      " FOR r IN SELECT c.\"relname\" FROM pg_class c"
+		      "  WHERE c.\"relkind\" = 'r' AND (c.\"relname\" LIKE"
+		      "  'TaskExecutions%' OR c.\"relname\" LIKE 'TaskQueues%')"
+		      " LOOP EXECUTE format('ALTER TABLE %I SET"
+		      "  (autovacuum_enabled = off)', r.\"relname\");"
+		      " END LOOP; END $$");
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert(db_open(&db, tdb.url, DB_GENERIC_PLANS | DB_PREPARE_ALL, &e),
+		  "%s", e.msg);
+	/* The plans, made while every table is empty. */
+	cr_assert(decide_warm(db, &e), "%s", e.msg);
+	char *json = NULL;
+	size_t n = 0;
+	cr_assert(queue_lease_system(db, "HTTP", "test", 10, 60, &json, &n, &e),
+		  "%s", e.msg);
+	free(json);
+	cr_assert_eq(n, 0);
+
+	/* 2,000 workflows of 8 tasks each, queued; 10 of them HTTP tasks. */
+	th_exec(conn,
+		"INSERT INTO \"TaskExecutions\" (\"workflowId\","
+		" \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\")"
+		" SELECT w.\"id\", (SELECT \"id\" FROM \"Namespaces\""
+		" WHERE \"name\" = 'default'), 't' || k, 'x', 'SIMPLE'"
+		" FROM (SELECT uuidv7() AS \"id\" FROM generate_series(1, 2000))"
+		" w, generate_series(1, 8) k");
+	th_exec(conn,
+		"INSERT INTO \"TaskQueues\" (\"queueName\", \"taskId\","
+		" \"workflowId\", \"namespaceId\", \"taskType\")"
+		" SELECT CASE WHEN t.\"n\" <= 10 THEN 'default/h'"
+		" ELSE 'default/x' END, t.\"id\", t.\"workflowId\","
+		" t.\"namespaceId\", CASE WHEN t.\"n\" <= 10 THEN 'HTTP'"
+		" ELSE 'SIMPLE' END FROM (SELECT te.*, row_number() OVER ()"
+		" AS \"n\" FROM \"TaskExecutions\" te) t");
+
+	cr_assert(db_begin(db, &e), "%s", e.msg);
+	long long before = whole_scan_rows(db);
+	cr_assert(queue_lease_system(db, "HTTP", "test", 10, 60, &json, &n, &e),
+		  "%s", e.msg);
+	free(json);
+	cr_assert_eq(n, 10);
+	long long after_lease = whole_scan_rows(db);
+	cr_assert_eq(after_lease, before,
+		     "the system-task lease scanned %lld rows whole",
+		     after_lease - before);
+
+	/* A decider batch of 40 workflows (more than SQL_FEW_KEYS: the
+	 * statement that takes the ids as an array). */
+	char *ids = th_value(conn,
+			     "SELECT array_agg(DISTINCT \"workflowId\")::text"
+			     " FROM (SELECT \"workflowId\" FROM"
+			     " \"TaskExecutions\" GROUP BY 1 LIMIT 40) s",
+			     0, NULL);
+	const char *params[] = {ids, "[]"};
+	PGresult *r = PQexecPrepared(db->conn, "decide_load_tasks_stmt", 2,
+				     params, NULL, NULL, 0);
+	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s",
+		     PQerrorMessage(db->conn));
+	cr_assert_eq(PQntuples(r), 40 * 8);
+	PQclear(r);
+	free(ids);
+	long long after_load = whole_scan_rows(db);
+	cr_assert_eq(after_load, after_lease,
+		     "the decider's load scanned %lld rows whole",
+		     after_load - after_lease);
+	db_rollback(db);
+	db_close(db);
 }
