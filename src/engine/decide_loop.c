@@ -472,7 +472,7 @@ run_batch(struct decide_loop *dl, struct err *e)
 	 * planned again on every batch (the task load, over every partition
 	 * of "TaskExecutions", at several times its running cost). */
 	if (!dl->db) {
-		if (!db_open(&dl->db, dl->url, DB_GENERIC_PLANS, e))
+		if (!db_open(&dl->db, dl->url, DB_GENERIC_PLANS | DB_KEYED, e))
 			return LOOP_ERROR;
 		struct err we = ERR_INIT;
 		if (!decide_warm(dl->db, &we)) /* only slower without it */

@@ -157,7 +157,7 @@ ensure_db(struct runner *r, struct err *e)
 	}
 	/* Generic plans: custom-planned, the idle look for system tasks
 	 * was planned again on about every other call. */
-	return r->db || db_open(&r->db, r->url, DB_GENERIC_PLANS, e);
+	return r->db || db_open(&r->db, r->url, DB_GENERIC_PLANS | DB_KEYED, e);
 }
 
 /* Records a result the way a worker's is recorded (a success of a task

@@ -97,7 +97,7 @@ tick(void *arg, struct arena *scratch, struct err *e)
 		db_close(s->db);
 		s->db = NULL;
 	}
-	if (!s->db && !db_open(&s->db, s->url, DB_PLAIN, e))
+	if (!s->db && !db_open(&s->db, s->url, DB_KEYED, e))
 		return LOOP_ERROR;
 
 	struct timer *due = NULL;

@@ -9,12 +9,14 @@
 #include <string.h>
 
 DB_STMT(db_caps_uuidv7, "SELECT uuidv7()::text");
-/* DB_GENERIC_PLANS (db.h): session settings, before anything is planned. */
+/* DB_GENERIC_PLANS and DB_KEYED (db.h): session settings, set before
+ * anything is planned. */
 DB_STMT(db_generic_plans,
-	"SELECT set_config('plan_cache_mode', 'force_generic_plan', false),"
-	" set_config('enable_seqscan', 'off', false)");
+	"SELECT set_config('plan_cache_mode', 'force_generic_plan', false)");
+DB_STMT(db_keyed_plans, "SELECT set_config('enable_seqscan', 'off', false)");
 
-struct db_stmt *const db_stmts[] = {&db_caps_uuidv7, &db_generic_plans, NULL};
+struct db_stmt *const db_stmts[] = {&db_caps_uuidv7, &db_generic_plans,
+				    &db_keyed_plans, NULL};
 
 static enum err_code
 code_for_sqlstate(const char *s)
@@ -102,6 +104,8 @@ connect_checked(struct db *db, struct err *e)
 		goto fail;
 	if ((db->flags & DB_GENERIC_PLANS) &&
 	    !db_run(db, &db_generic_plans, 0, NULL, e))
+		goto fail;
+	if ((db->flags & DB_KEYED) && !db_run(db, &db_keyed_plans, 0, NULL, e))
 		goto fail;
 	if ((db->flags & DB_PREPARE_ALL) && !db_prepare_all(db, e))
 		goto fail;

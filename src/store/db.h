@@ -32,13 +32,15 @@ enum db_open_flags {
 	/* Plan each statement once (plan_cache_mode force_generic_plan), for
 	 * a connection that runs the same statements over and over: left to
 	 * choose, PostgreSQL can plan a statement over partitioned tables
-	 * afresh on every call, at several times the cost of running it.
-	 * A plan made once outlives the table sizes it was made for (it is
-	 * made again only when an analyse invalidates it), and such a
-	 * connection's statements reach rows by key: it does not scan a table
-	 * where an index serves (enable_seqscan off), so a plan made on an
-	 * empty database is not a whole-table scan once the table is large. */
+	 * afresh on every call, at several times the cost of running it. */
 	DB_GENERIC_PLANS = 1 << 1,
+	/* No whole-table scan where an index serves (enable_seqscan off), for
+	 * a connection whose statements reach rows by key or in index order
+	 * (an engine loop's).  A cached plan outlives the table sizes it was
+	 * made for until an analyse invalidates it, and the queue tables go
+	 * from empty to large in seconds: made on an empty queue, a sweep
+	 * or a lease was a scan of every partition at any size. */
+	DB_KEYED = 1 << 2,
 };
 
 /* Connects and checks the server; on failure *out is NULL. */

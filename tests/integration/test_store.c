@@ -6,8 +6,8 @@
  * alternative would not); PostgreSQL 15 is refused; the connection pool
  * hands out, recycles, replaces and fails fast as pool.h says; a
  * transaction in which a statement failed does not commit, even when the
- * caller let the failure pass; and the plans a DB_GENERIC_PLANS connection
- * made on an empty database reach rows by index once the tables are large.
+ * caller let the failure pass; and the plans a DB_KEYED connection made on
+ * an empty database reach rows by index once the tables are large.
  */
 #include "harness.h"
 
@@ -504,19 +504,11 @@ whole_scan_rows(struct db *db)
 	return n;
 }
 
-/*
- * A decider's connection (DB_GENERIC_PLANS) plans its statements once, on
- * a new replica usually while the database is small, and keeps the plans
- * until an analyse invalidates them.  Made on empty tables and left to
- * the statistics, the decider's load of a large batch's tasks was a scan
- * of every "TaskExecutions" partition, and the system-task lease a scan
- * of every "TaskQueues" partition, at any size the tables grew to.  Here
- * the plans are made on an empty database, the tables then grow (with
- * autovacuum off, so no analyse makes them again) and neither statement
- * reads a partition whole.
- */
-Test(plans, generic_plans_made_on_an_empty_database_stay_keyed,
-     .init = setup_clone, .fini = teardown)
+/* The queue and task tables vacuumed and analysed empty (as a drained
+ * queue is), then autovacuum off for them, so that no analyse makes a
+ * connection's plans again while the test grows the tables. */
+static void
+no_analyse(void)
 {
 	th_exec(conn, "DO $$ DECLARE r record; BEGIN"
 		      " FOR r IN SELECT c.\"relname\" FROM pg_class c"
@@ -525,20 +517,14 @@ Test(plans, generic_plans_made_on_an_empty_database_stay_keyed,
 		      " LOOP EXECUTE format('ALTER TABLE %I SET"
 		      "  (autovacuum_enabled = off)', r.\"relname\");"
 		      " END LOOP; END $$");
-	struct db *db = NULL;
-	struct err e = ERR_INIT;
-	cr_assert(db_open(&db, tdb.url, DB_GENERIC_PLANS | DB_PREPARE_ALL, &e),
-		  "%s", e.msg);
-	/* The plans, made while every table is empty. */
-	cr_assert(decide_warm(db, &e), "%s", e.msg);
-	char *json = NULL;
-	size_t n = 0;
-	cr_assert(queue_lease_system(db, "HTTP", "test", 10, 60, &json, &n, &e),
-		  "%s", e.msg);
-	free(json);
-	cr_assert_eq(n, 0);
+	th_exec(conn, "VACUUM ANALYZE \"TaskQueues\", \"TaskExecutions\"");
+}
 
-	/* 2,000 workflows of 8 tasks each, queued; 10 of them HTTP tasks. */
+/* 2,000 workflows of 8 tasks each, all queued; the first 10 are HTTP
+ * tasks. */
+static void
+grow_tables(void)
+{
 	th_exec(conn,
 		"INSERT INTO \"TaskExecutions\" (\"workflowId\","
 		" \"namespaceId\", \"refName\", \"taskDefName\", \"taskType\")"
@@ -554,6 +540,36 @@ Test(plans, generic_plans_made_on_an_empty_database_stay_keyed,
 		" t.\"namespaceId\", CASE WHEN t.\"n\" <= 10 THEN 'HTTP'"
 		" ELSE 'SIMPLE' END FROM (SELECT te.*, row_number() OVER ()"
 		" AS \"n\" FROM \"TaskExecutions\" te) t");
+}
+
+/*
+ * A decider's connection (generic plans) plans its statements once, on a
+ * new replica usually while the database is small, and keeps the plans
+ * until an analyse invalidates them.  Made on empty tables and left to the
+ * statistics, the decider's load of a large batch's tasks was a scan of
+ * every "TaskExecutions" partition, and the system-task lease a scan of
+ * every "TaskQueues" partition, at any size the tables grew to.  Here the
+ * plans are made on an empty database, the tables then grow and neither
+ * statement reads a partition whole.
+ */
+Test(plans, a_deciders_plans_made_on_an_empty_database_stay_keyed,
+     .init = setup_clone, .fini = teardown)
+{
+	no_analyse();
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert(db_open(&db, tdb.url,
+			  DB_GENERIC_PLANS | DB_KEYED | DB_PREPARE_ALL, &e),
+		  "%s", e.msg);
+	/* The plans, made while every table is empty. */
+	cr_assert(decide_warm(db, &e), "%s", e.msg);
+	char *json = NULL;
+	size_t n = 0;
+	cr_assert(queue_lease_system(db, "HTTP", "test", 10, 60, &json, &n, &e),
+		  "%s", e.msg);
+	free(json);
+	cr_assert_eq(n, 0);
+	grow_tables();
 
 	cr_assert(db_begin(db, &e), "%s", e.msg);
 	long long before = whole_scan_rows(db);
@@ -585,6 +601,36 @@ Test(plans, generic_plans_made_on_an_empty_database_stay_keyed,
 	cr_assert_eq(after_load, after_lease,
 		     "the decider's load scanned %lld rows whole",
 		     after_load - after_lease);
+	db_rollback(db);
+	db_close(db);
+}
+
+/*
+ * The sweeper's connection leaves the plan mode to PostgreSQL, which
+ * settles on a generic plan after a few calls: made on an empty queue,
+ * the sweep of expired leases was a scan of every "TaskQueues" partition
+ * once a second, at any size the queue grew to.
+ */
+Test(plans, a_sweepers_plans_made_on_an_empty_queue_stay_keyed,
+     .init = setup_clone, .fini = teardown)
+{
+	no_analyse();
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert(db_open(&db, tdb.url, DB_KEYED | DB_PREPARE_ALL, &e), "%s",
+		  e.msg);
+	size_t n = 0;
+	for (int i = 0; i < 10; i++)
+		cr_assert(queue_sweep_expired(db, 500, &n, &e), "%s", e.msg);
+	grow_tables();
+
+	cr_assert(db_begin(db, &e), "%s", e.msg);
+	long long before = whole_scan_rows(db);
+	cr_assert(queue_sweep_expired(db, 500, &n, &e), "%s", e.msg);
+	cr_assert_eq(n, 0);
+	long long after = whole_scan_rows(db);
+	cr_assert_eq(after, before, "the sweep scanned %lld rows whole",
+		     after - before);
 	db_rollback(db);
 	db_close(db);
 }
