@@ -777,6 +777,38 @@ id_listed(const json_t *ids, const char *id)
 	return false;
 }
 
+/*
+ * The executions' rows of a write, locked by its transaction before the
+ * write (in id order, as the version guard takes them).  The guard is a row
+ * lock on rows that leases and results update too (their event counter),
+ * and PostgreSQL 18 up to 18.4, when a row lock rechecks a row that another
+ * transaction updated after the statement's snapshot (EvalPlanQual),
+ * re-initialises the run-time partition pruning of the statement's Appends
+ * and can prune every partition: the write applied its decision but marked
+ * none of its tasks as reacted to (the tasks' Append pruned), and the next
+ * evaluation reacted to them again.  Locked beforehand, the rows cannot
+ * change under the write.  This statement prunes nothing at run time (it
+ * names no window), so its own recheck has nothing to disturb.
+ */
+DB_STMT(decide_lock_executions,
+	"SELECT 1 FROM \"WorkflowExecutions\" WHERE \"id\" = ANY($1::uuid[])"
+	" ORDER BY \"id\" FOR NO KEY UPDATE");
+
+static bool
+lock_executions(struct db *db, const struct decide_item *items, size_t n,
+		struct err *e)
+{
+	struct strbuf ids = STRBUF_INIT;
+	sb_putc(&ids, '{');
+	for (size_t i = 0; i < n; i++)
+		sb_printf(&ids, "%s%s", i ? "," : "", items[i].x->id);
+	sb_putc(&ids, '}');
+	const char *params[] = {sb_str(&ids)};
+	bool ok = db_run(db, &decide_lock_executions, 1, params, e);
+	sb_free(&ids);
+	return ok;
+}
+
 bool
 decide_apply_batch(struct db *db, struct decide_item *items, size_t n,
 		   const json_t *dequeue, struct err *e)
@@ -799,6 +831,8 @@ decide_apply_batch(struct db *db, struct decide_item *items, size_t n,
 		sb_printf(&dq, "%s%s", k ? "," : "", json_string_value(id));
 	sb_putc(&dq, '}');
 	json_t *applied = json_array();
+	if (ok && n)
+		ok = lock_executions(db, items, n, e);
 	if (ok && (n || json_array_size(dequeue)))
 		ok = run_write(db, &first, sb_str(&dq), applied, e);
 	for (size_t i = 0; ok && i < n; i++)
@@ -915,6 +949,7 @@ struct db_stmt *const decide_repo_stmts[] = {
 	&decide_write,
 	&decide_write_few,
 	&decide_postpone_stmt,
+	&decide_lock_executions,
 	&decide_recent_retries_stmt,
 	NULL,
 };

@@ -437,6 +437,122 @@ Test(race, a_result_during_an_evaluation_that_applies_is_not_lost)
 	race(true);
 }
 
+/*
+ * PostgreSQL 18 up to 18.4 re-initialises the run-time partition pruning
+ * of a statement's Appends when a row lock rechecks a row that another
+ * transaction updated after the statement's snapshot (EvalPlanQual), and
+ * can then prune every partition: the decider's write, whose version guard
+ * updates the execution's row that leases and results update too (their
+ * event counter), marked no task as reacted to while applying the rest of
+ * its decision, and the next evaluation reacted to them again (a dynamic
+ * JOIN counted its branches twice and completed early).  The write now
+ * finds the rows it updates already locked by its own transaction.  Here
+ * another transaction updates the execution's row while the write waits
+ * for it.
+ */
+struct writer {
+	pthread_t t;
+	struct evaluation *ev;
+	bool ok;
+	struct err e;
+};
+
+static void *
+writer_main(void *arg)
+{
+	struct writer *w = arg;
+	w->e = (struct err)ERR_INIT;
+	struct decision d;
+	struct decider_input in = {wf, &w->ev->b.items[0], lookup, NULL, NULL};
+	decide(&in, &d);
+	struct decide_rows rows = {d.update, d.tasks, d.seen, d.cancel,
+				   d.events};
+	bool applied = false;
+	w->ok = decide_apply(w->ev->db, &w->ev->b.items[0], &rows, &applied,
+			     &w->e) &&
+		applied && db_commit(w->ev->db, &w->e);
+	decision_free(&d);
+	return NULL;
+}
+
+struct lock_wait {
+	int pid;
+};
+
+static bool
+waits_on_a_lock(void *arg)
+{
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", ((struct lock_wait *)arg)->pid);
+	return q_int("SELECT count(*) FROM pg_stat_activity WHERE \"pid\" ="
+		     " $1::int AND \"wait_event_type\" = 'Lock'",
+		     pid) == 1;
+}
+
+/* Starts a workflow of two_steps (the task's retries as given) whose
+ * first task then completes with output; its id into id. */
+static void
+first_task_completed(int retries, const char *output, char id[37])
+{
+	register_defs(retries);
+	char tid[37];
+	start_exec(id);
+	cr_assert_eq(evaluate(NULL), 1);
+	lease_one("w1", tid, NULL);
+	struct err e = ERR_INIT;
+	cr_assert(queue_result(C, QUEUE, tid, "w1", RESULT_COMPLETED, output,
+			       NULL, &e),
+		  "%s", e.msg);
+}
+
+Test(race, a_write_that_waits_for_the_executions_row_marks_what_it_reacted_to)
+{
+	char id[37];
+	first_task_completed(0, "{\"y\":41}", id);
+	struct err e = ERR_INIT;
+
+	/* A connection as the decide loop opens its own. */
+	struct db *g = NULL;
+	cr_assert(db_open(&g, tdb.url, DB_GENERIC_PLANS | DB_KEYED, &e), "%s",
+		  e.msg);
+	struct evaluation ev;
+	eval_claim(&ev, g);
+	eval_load(&ev);
+	cr_assert_eq(ev.b.n, 1);
+	/* Another transaction holds the execution's row, as a lease's event
+	 * counter does, and commits a new version of it while the write
+	 * waits. */
+	PGconn *x = th_connect(tdb.url);
+	th_exec(x, "BEGIN");
+	const char *params[] = {id};
+	PQclear(th_query(x,
+			 "UPDATE \"WorkflowExecutions\" SET \"eventSeq\" ="
+			 " \"eventSeq\" WHERE \"id\" = $1::uuid",
+			 1, params));
+	struct writer w = {.ev = &ev};
+	cr_assert(pthread_create(&w.t, NULL, writer_main, &w) == 0);
+	struct lock_wait lw = {PQbackendPID(g->conn)};
+	bool waited = th_wait_until(10000, waits_on_a_lock, &lw);
+	th_exec(x, "COMMIT");
+	pthread_join(w.t, NULL);
+	PQfinish(x);
+	eval_free(&ev);
+	db_close(g);
+	cr_assert(waited, "the write did not wait for the execution's row");
+	cr_assert(w.ok, "%s", w.e.msg);
+
+	/* Applied: b is scheduled, and a is marked as reacted to. */
+	cr_assert_eq(q_int("SELECT count(*) FROM \"TaskExecutions\" WHERE"
+			   " \"workflowId\" = $1::uuid AND \"refName\" = 'b'",
+			   id),
+		     1);
+	cr_assert_eq(q_int("SELECT count(*) FROM \"TaskExecutions\" WHERE"
+			   " \"workflowId\" = $1::uuid AND \"refName\" = 'a'"
+			   " AND \"deciderSeenAt\" IS NOT NULL",
+			   id),
+		     1, "the write's mark of what it reacted to was lost");
+}
+
 /* ================================================================ rerun */
 
 /* Everything an evaluation could write, as one text. */
@@ -539,15 +655,8 @@ decision_text(const struct decision *d)
 
 Test(rerun, deciding_twice_on_one_state_decides_the_same)
 {
-	register_defs(2);
-	char id[37], tid[37];
-	start_exec(id);
-	cr_assert_eq(evaluate(NULL), 1);
-	lease_one("w1", tid, NULL);
-	struct err e = ERR_INIT;
-	cr_assert(queue_result(C, QUEUE, tid, "w1", RESULT_COMPLETED,
-			       "{\"y\":[1,2]}", NULL, &e),
-		  "%s", e.msg);
+	char id[37];
+	first_task_completed(2, "{\"y\":[1,2]}", id);
 
 	struct evaluation ev;
 	eval_claim(&ev, D);
