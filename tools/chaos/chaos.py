@@ -103,8 +103,10 @@ def worker_main(args):
     It tells its parent on stdout what it does: `L id` leased, `D id` done
     with it (whatever the answer), `V id` vanished (keeps the lease until it
     runs out), `A id STATUS` a result the server accepted (200), `R id CODE`
-    a result refused.  SIGUSR1 makes it well-behaved (no failures, no
-    vanishing)."""
+    a result refused.  A poll that brought several tasks reports them one
+    by one or, half the time, in one batch (`POST …/results`, one
+    transaction for tasks of several workflows).  SIGUSR1 makes it
+    well-behaved (no failures, no vanishing)."""
     servers = args[0].split(",")
     wid = args[1]
     calm = [args[2] == "calm"]
@@ -133,39 +135,88 @@ def worker_main(args):
             time.sleep(0.1 + rnd.random() * 0.3)
         return -1
 
+    def outcome(t, me):
+        """What this worker does with a task: None (vanishes with its
+        lease), or (status, the result's body as a batch entry)."""
+        roll = rnd.random()
+        if not calm[0] and roll < 0.03:
+            return None
+        if not calm[0] and roll < 0.18:
+            return "FAILED", {"taskId": t["id"], "workerId": me, "status": "FAILED",
+                              "reason": "chaos: a planned failure"}
+        n_in = (t.get("input") or {}).get("n", 0)
+        return "COMPLETED", {"taskId": t["id"], "workerId": me, "status": "COMPLETED",
+                             "output": {"n": (n_in if isinstance(n_in, int) else 0) + 1,
+                                        "by": me}}
+
+    def one_by_one(tasks, me):
+        for t in tasks:
+            tid = t["id"]
+            time.sleep(rnd.random() * 0.3)   # holds the lease a while
+            o = outcome(t, me)
+            if o is None:
+                say(f"V {tid}")
+                continue
+            st, r = o
+            if st == "FAILED":
+                code = result(tid, "fail", {"workerId": me, "reason": r["reason"]})
+            else:
+                code = result(tid, "complete", {"workerId": me, "output": r["output"]})
+            if code in (200, 204):
+                say(f"A {tid} {st} {me}")
+            else:
+                say(f"R {tid} {code}")
+            say(f"D {tid}")
+
+    def batched(tasks, me):
+        """The whole poll's results in one request (one transaction)."""
+        time.sleep(rnd.random() * 0.3)
+        results = []
+        for t in tasks:
+            o = outcome(t, me)
+            if o is None:
+                say(f"V {t['id']}")
+            else:
+                results.append(o)
+        if not results:
+            return
+        # Sent again until answered; a result applied by a request whose
+        # answer was lost is refused by the next one (counted as refused).
+        answers, deadline = None, time.monotonic() + 30
+        while time.monotonic() < deadline:
+            status, body = http("POST", f"{rnd.choice(base)}/results",
+                                {"results": [r for _, r in results]})
+            if status == 200 and isinstance(body, dict):
+                answers = {a.get("taskId"): a for a in body.get("results", [])}
+                break
+            if status in (400, 404, 409, 413):
+                break
+            time.sleep(0.1 + rnd.random() * 0.3)
+        for st, r in results:
+            tid = r["taskId"]
+            a = (answers or {}).get(tid)
+            if a and a.get("ok"):
+                say(f"A {tid} {st} {me}")
+            else:
+                say(f"R {tid} batch")
+            say(f"D {tid}")
+
     def loop(n):
         me = f"{wid}.{n}"
         while True:
             status, body = http("POST", rnd.choice(base) + "/poll",
-                                {"workerId": me, "count": rnd.randint(1, 3),
+                                {"workerId": me, "count": rnd.randint(1, 5),
                                  "waitMs": 1000}, timeout=15)
             if status != 200 or not isinstance(body, dict):
                 time.sleep(0.1 + rnd.random() * 0.3)
                 continue
-            for t in body.get("tasks", []):
-                tid = t["id"]
-                say(f"L {tid}")
-                time.sleep(rnd.random() * 0.3)   # holds the lease a while
-                roll = rnd.random()
-                if not calm[0] and roll < 0.03:
-                    say(f"V {tid}")
-                    continue
-                if not calm[0] and roll < 0.18:
-                    code = result(tid, "fail", {"workerId": me,
-                                                "reason": "chaos: a planned failure"})
-                    st = "FAILED"
-                else:
-                    n_in = (t.get("input") or {}).get("n", 0)
-                    code = result(tid, "complete", {
-                        "workerId": me,
-                        "output": {"n": (n_in if isinstance(n_in, int) else 0) + 1,
-                                   "by": me}})
-                    st = "COMPLETED"
-                if code in (200, 204):
-                    say(f"A {tid} {st} {me}")
-                else:
-                    say(f"R {tid} {code}")
-                say(f"D {tid}")
+            tasks = body.get("tasks", [])
+            for t in tasks:
+                say(f"L {t['id']}")
+            if len(tasks) > 1 and rnd.random() < 0.5:
+                batched(tasks, me)
+            else:
+                one_by_one(tasks, me)
 
     for i in range(3):
         threading.Thread(target=loop, args=(i,), daemon=True).start()
@@ -450,6 +501,15 @@ log_min_messages = warning
                   "inputParameters": {"duration": "1s"}},
                  s("p1", "${child.output.n}")],
              "outputParameters": {"n": "${p1.output.n}"}},
+            # Many branches of one workflow ending at once: results and the
+            # decider's writes meet on the same execution row.
+            {"name": "chaos_dynfork", "version": 1,
+             "tasks": [
+                 {"name": "df", "taskReferenceName": "df", "type": "FORK_JOIN_DYNAMIC",
+                  "inputParameters": {"forkTaskName": STEP,
+                                      "forkTaskInputs": "${workflow.input.items}"}},
+                 {"name": "j", "taskReferenceName": "j", "type": "JOIN"}],
+             "outputParameters": {"j": "${j.output}"}},
             {"name": "chaos_http", "version": 1,
              "tasks": [
                  h("hget", "${workflow.input.n}"),
@@ -498,7 +558,8 @@ log_min_messages = warning
     # ---------------------------------------------------------- faults
 
     def starter(self):
-        kinds = ["chaos_seq", "chaos_fork", "chaos_loop", "chaos_parent", "chaos_http"]
+        kinds = ["chaos_seq", "chaos_fork", "chaos_loop", "chaos_parent", "chaos_http",
+                 "chaos_dynfork"]
         n = 0
         t0 = time.monotonic()
         while not self.stop_faults.is_set():
@@ -511,6 +572,8 @@ log_min_messages = warning
             inp = {"n": self.rnd.randint(0, 1000)}
             if kind == "chaos_loop":
                 inp["times"] = self.rnd.randint(1, 4)
+            if kind == "chaos_dynfork":
+                inp["items"] = [{"n": inp["n"] + i} for i in range(self.rnd.randint(10, 40))]
             key = f"chaos-{self.seed}-{n}"
             with self.lock:
                 self.unresolved.add(key)
@@ -692,6 +755,23 @@ log_min_messages = warning
                         WHERE h.n IS NULL OR h.lo <> 1 OR h.hi <> h.n OR h.d <> h.n
                            OR e."eventSeq" <> h.hi LIMIT 50"""):
             self.violation("history gap", "workflow %s: eventSeq %s, %s events, seq %s..%s, %s distinct" % tuple(row))
+        # Gap-free is not enough: every task is in its workflow's history,
+        # from its scheduling to how it ended.
+        for row in q("""SELECT t."workflowId", t."id", t."refName", t."status",
+                               array_to_string(ARRAY(SELECT v."type" FROM "WorkflowEvents" v
+                                 WHERE v."workflowId" = t."workflowId" AND v."taskId" = t."id"
+                                 ORDER BY v."seq"), ' ')
+                        FROM "TaskExecutions" t
+                        WHERE NOT EXISTS (SELECT 1 FROM "WorkflowEvents" v
+                                          WHERE v."workflowId" = t."workflowId"
+                                            AND v."taskId" = t."id" AND v."type" = 'TASK_SCHEDULED')
+                           OR (t."status" IN ('COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELED')
+                               AND NOT EXISTS (SELECT 1 FROM "WorkflowEvents" v
+                                               WHERE v."workflowId" = t."workflowId"
+                                                 AND v."taskId" = t."id"
+                                                 AND v."type" = 'TASK_' || t."status"))
+                        LIMIT 50"""):
+            self.violation("history incomplete", "workflow %s task %s (%s) %s, events: %s" % tuple(row))
         for row in q("""SELECT count(*) FROM "WorkflowEvents" v
                         WHERE NOT EXISTS (SELECT 1 FROM "WorkflowExecutions" e WHERE e."id" = v."workflowId")"""):
             if int(row[0]):
@@ -754,6 +834,11 @@ log_min_messages = warning
             return out.get("n") == n + 4
         if kind == "chaos_http":
             return out.get("n") == n + 1
+        if kind == "chaos_dynfork":
+            j = out.get("j") or {}
+            return len(j) == len(inp["items"]) and all(
+                (j.get(f"df_{i}") or {}).get("n") == it["n"] + 1
+                for i, it in enumerate(inp["items"]))
         return True
 
     def check_api(self):
