@@ -475,20 +475,6 @@ writer_main(void *arg)
 	return NULL;
 }
 
-struct lock_wait {
-	int pid;
-};
-
-static bool
-waits_on_a_lock(void *arg)
-{
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", ((struct lock_wait *)arg)->pid);
-	return q_int("SELECT count(*) FROM pg_stat_activity WHERE \"pid\" ="
-		     " $1::int AND \"wait_event_type\" = 'Lock'",
-		     pid) == 1;
-}
-
 /* Starts a workflow of two_steps (the task's retries as given) whose
  * first task then completes with output; its id into id. */
 static void
@@ -531,8 +517,8 @@ Test(race, a_write_that_waits_for_the_executions_row_marks_what_it_reacted_to)
 			 1, params));
 	struct writer w = {.ev = &ev};
 	cr_assert(pthread_create(&w.t, NULL, writer_main, &w) == 0);
-	struct lock_wait lw = {PQbackendPID(g->conn)};
-	bool waited = th_wait_until(10000, waits_on_a_lock, &lw);
+	struct lock_probe lp = {PQbackendPID(g->conn), PQbackendPID(x)};
+	bool waited = th_wait_until(10000, waits_on_lock, &lp);
 	th_exec(x, "COMMIT");
 	pthread_join(w.t, NULL);
 	PQfinish(x);
