@@ -452,10 +452,13 @@ cmd_serve(struct command_line *cl)
 		return EXIT_USAGE;
 	}
 
+	/* DB_KEYED: the pool plans a worker's lease and results on a drained
+	 * queue (warm_connection, and after an analyse of one), and such a
+	 * plan must still reach rows by key once the queue is large. */
 	struct app app = {
 		.cfg = cfg,
 		.pool = db_pool_create(cfg->database_url,
-				       (int)cfg->db_pool_size, DB_PLAIN),
+				       (int)cfg->db_pool_size, DB_KEYED),
 		.started_at = (int64_t)time(NULL),
 	};
 	db_pool_set_queue(app.pool, (int)cfg->db_queue);

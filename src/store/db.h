@@ -36,10 +36,11 @@ enum db_open_flags {
 	DB_GENERIC_PLANS = 1 << 1,
 	/* No whole-table scan where an index serves (enable_seqscan off), for
 	 * a connection whose statements reach rows by key or in index order
-	 * (an engine loop's).  A cached plan outlives the table sizes it was
-	 * made for until an analyse invalidates it, and the queue tables go
-	 * from empty to large in seconds: made on an empty queue, a sweep
-	 * or a lease was a scan of every partition at any size. */
+	 * (an engine loop's, the HTTP pool's).  A cached plan outlives the
+	 * table sizes it was made for until an analyse invalidates it, and
+	 * the queue tables go from empty to large in seconds: made on an
+	 * empty queue, a sweep, a lease or a batch of results was a scan of
+	 * every partition at any size. */
 	DB_KEYED = 1 << 2,
 };
 

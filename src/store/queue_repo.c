@@ -41,6 +41,7 @@ DB_STMT(queue_lease_stmt,
 	"   \"leaseCount\" = q.\"leaseCount\" + 1 FROM c"
 	"   WHERE q.\"queueName\" = $1 AND q.\"queueName\" = c.\"queueName\""
 	"   AND q.\"id\" = c.\"id\" AND c.\"semaphore\" IS NULL"
+	"   AND q.\"id\" = ANY(ARRAY(SELECT c.\"id\" FROM c))"
 	"   RETURNING q.\"taskId\", q.\"workflowId\", q.\"leaseExpiresAt\"),"
 	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'IN_PROGRESS',"
 	"   \"startedAt\" = coalesce(te.\"startedAt\", now()), \"workerId\" = $4,"
@@ -148,6 +149,7 @@ DB_STMT(queue_lease_gated_stmt,
 	"   \"leaseCount\" = q.\"leaseCount\" + 1, \"semaphore\" = pick.s"
 	"   FROM pick WHERE q.\"queueName\" = $1"
 	"   AND q.\"queueName\" = pick.\"queueName\" AND q.\"id\" = pick.\"id\""
+	"   AND q.\"id\" = ANY(ARRAY(SELECT pick.\"id\" FROM pick))"
 	"   RETURNING q.\"taskId\", q.\"workflowId\", q.\"leaseExpiresAt\","
 	"   pick.s),"
 	" h AS (INSERT INTO \"SemaphoreHolders\" (\"namespaceId\", \"name\","
@@ -244,6 +246,8 @@ DB_STMT(queue_lease_system_stmt,
 	"   make_interval(secs => $3::float8), \"leasedBy\" = $4,"
 	"   \"leaseCount\" = q.\"leaseCount\" + 1 FROM c"
 	"   WHERE q.\"queueName\" = c.\"queueName\" AND q.\"id\" = c.\"id\""
+	"   AND q.\"queueName\" = ANY(ARRAY(SELECT c.\"queueName\" FROM c))"
+	"   AND q.\"id\" = ANY(ARRAY(SELECT c.\"id\" FROM c))"
 	"   RETURNING q.\"queueName\", q.\"taskId\", q.\"workflowId\","
 	"   q.\"namespaceId\"),"
 	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = 'IN_PROGRESS',"
@@ -301,7 +305,8 @@ DB_STMT(queue_result_stmt,
 	"   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\","
 	"   te.\"taskDefName\", te.\"cacheKey\", te.\"cacheTtlSeconds\"),"
 	" q AS (DELETE FROM \"TaskQueues\" q USING t"
-	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = t.\"id\"),"
+	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = $2::uuid"
+	"   AND q.\"taskId\" = t.\"id\"),"
 	" hf AS (DELETE FROM \"SemaphoreHolders\" h USING l, t"
 	"   WHERE h.\"namespaceId\" = l.\"namespaceId\""
 	"   AND h.\"name\" = l.\"semaphore\" AND h.\"taskId\" = t.\"id\""
@@ -356,6 +361,7 @@ DB_STMT(queue_results_stmt,
 	"   q.\"taskId\", i.\"n\", i.\"w\", i.\"s\", i.\"o\", i.\"r\""
 	"   FROM \"TaskQueues\" q JOIN i ON q.\"taskId\" = i.\"t\""
 	"   AND q.\"leasedBy\" = i.\"w\" WHERE q.\"queueName\" = $1"
+	"   AND q.\"taskId\" = ANY(ARRAY(SELECT i.\"t\" FROM i))"
 	"   ORDER BY q.\"workflowId\", q.\"taskId\" FOR UPDATE OF q),"
 	" t AS (UPDATE \"TaskExecutions\" te SET \"status\" = l.\"s\","
 	"   \"output\" = l.\"o\", \"outputRef\" = NULL,"
@@ -367,7 +373,8 @@ DB_STMT(queue_results_stmt,
 	"   te.\"taskDefName\", te.\"cacheKey\", te.\"cacheTtlSeconds\","
 	"   l.\"n\", l.\"w\", l.\"s\", l.\"o\", l.\"r\", l.\"semaphore\"),"
 	" q AS (DELETE FROM \"TaskQueues\" q USING t"
-	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = t.\"id\"),"
+	"   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = t.\"id\""
+	"   AND q.\"taskId\" = ANY(ARRAY(SELECT t.\"id\" FROM t))),"
 	" hf AS (DELETE FROM \"SemaphoreHolders\" h USING t"
 	"   WHERE h.\"namespaceId\" = t.\"namespaceId\""
 	"   AND h.\"name\" = t.\"semaphore\" AND h.\"taskId\" = t.\"id\""
@@ -523,7 +530,8 @@ DB_STMT(queue_park_stmt,
 		"te.\"refName\"") ")"
 				  "   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\"),"
 				  " q AS (DELETE FROM \"TaskQueues\" q USING t"
-				  "   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = t.\"id\")," EVENTS_FROM(
+				  "   WHERE q.\"queueName\" = $1 AND q.\"taskId\" = $2::uuid"
+				  "   AND q.\"taskId\" = t.\"id\")," EVENTS_FROM(
 					  "t", "'TASK_AWAITING_COMPLETION'",
 					  "jsonb_build_object('workerId', $3::text)") " SELECT count(*) FROM t");
 

@@ -60,10 +60,10 @@ teardown(void)
 /*
  * Every object of schema public except the runner's own "SchemaMigrations"
  * (a relation with its storage parameters, a function with a digest of its
- * body), and the columns of tables (not of each partition), one per line,
- * sorted.
- * Period suffixes of range partitions (_p2026_11, _p2026_11_30_16) are masked
- * so that two snapshots taken across an hour boundary still compare equal.
+ * body and its settings), and the columns of tables (not of each partition),
+ * one per line, sorted. Period suffixes of range partitions (_p2026_11,
+ * _p2026_11_30_16) are masked so that two snapshots taken across an hour
+ * boundary still compare equal.
  */
 static const char snapshot_sql[] =
 	"WITH \"o\"(\"line\") AS ("
@@ -73,6 +73,7 @@ static const char snapshot_sql[] =
 	" UNION ALL"
 	" SELECT 'function ' || p.\"oid\"::regprocedure::text || ' '"
 	"   || md5(p.\"prosrc\")"
+	"   || coalesce(' ' || array_to_string(p.\"proconfig\", ','), '')"
 	"   FROM pg_proc p WHERE p.\"pronamespace\" = 'public'::regnamespace"
 	" UNION ALL"
 	" SELECT 'type ' || t.\"typname\""

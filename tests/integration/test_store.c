@@ -605,6 +605,93 @@ Test(plans, a_deciders_plans_made_on_an_empty_database_stay_keyed,
 	db_close(db);
 }
 
+/* Queue rows this connection's transaction has read so far, by whole
+ * scans and by index (a bitmap heap scan's rows count as fetched). */
+static long long
+queue_rows_read(struct db *db)
+{
+	PGresult *r = PQexec(db->conn, "SELECT coalesce(sum(\"seq_tup_read\""
+				       " + \"idx_tup_fetch\"), 0)"
+				       " FROM pg_stat_xact_user_tables"
+				       " WHERE \"relname\" LIKE 'TaskQueues%'");
+	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s",
+		     PQerrorMessage(db->conn));
+	long long n = atoll(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return n;
+}
+
+/*
+ * A worker's lease and a batch of its results find their queue rows by
+ * key, whatever the size of the queue their plans were made on.  The
+ * HTTP pool's connections plan a worker's statements on a drained queue
+ * (queue_warm, and again after an analyse of a drained queue) and keep a
+ * generic plan.  Made there, the lease's candidates were a scan and sort
+ * of the whole queue (15,996 rows read here; migration 0013), and a batch
+ * of results found its rows by scanning the whole queue (16,466 with the
+ * keys in the join only, 31,980 without DB_KEYED).
+ */
+Test(plans, a_workers_lease_and_results_read_only_their_queue_rows,
+     .init = setup_clone, .fini = teardown)
+{
+	no_analyse();
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert(db_open(&db, tdb.url,
+			  DB_GENERIC_PLANS | DB_KEYED | DB_PREPARE_ALL, &e),
+		  "%s", e.msg);
+	/* The plans, made on a drained queue. */
+	cr_assert(queue_warm(db, &e), "%s", e.msg);
+	grow_tables();
+
+	cr_assert(db_begin(db, &e), "%s", e.msg);
+	long long before = queue_rows_read(db);
+	char *json = NULL;
+	size_t n = 0, passed = 0;
+	cr_assert(queue_lease_ungated(db, "default/x", "test", 3, 60, &json, &n,
+				      &passed, &e),
+		  "%s", e.msg);
+	free(json);
+	cr_assert_eq(n, 3);
+	long long after_lease = queue_rows_read(db);
+	/* The candidates (3) and the rows leased (3); the queue has 15,990. */
+	cr_assert_leq(after_lease - before, 12,
+		      "the lease of 3 tasks read %lld queue rows",
+		      after_lease - before);
+
+	/* The batch, read on the lease's connection: the leases are not
+	 * committed. */
+	char *mine = NULL;
+	{
+		PGresult *r = PQexec(
+			db->conn,
+			"SELECT json_agg(json_build_object('n', k - 1, 't', t,"
+			" 'w', 'test', 's', 'COMPLETED', 'o', '{}'::json))::text"
+			" FROM (SELECT \"taskId\" AS t, row_number() OVER ()"
+			" AS k FROM \"TaskQueues\" WHERE \"queueName\" ="
+			" 'default/x' AND \"leasedBy\" = 'test') s");
+		cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s",
+			     PQerrorMessage(db->conn));
+		mine = strdup(PQgetvalue(r, 0, 0));
+		PQclear(r);
+	}
+	long long before_results = queue_rows_read(db);
+	enum queue_fate fate[3];
+	bool freed = false;
+	cr_assert(queue_results(db, "default/x", mine, 3, fate, &freed, &e),
+		  "%s", e.msg);
+	free(mine);
+	for (int k = 0; k < 3; k++)
+		cr_assert_eq(fate[k], QUEUE_FATE_DONE, "item %d", k);
+	long long after_results = queue_rows_read(db);
+	/* Each task's row locked, then deleted: 6 rows. */
+	cr_assert_leq(after_results - before_results, 12,
+		      "a batch of 3 results read %lld queue rows",
+		      after_results - before_results);
+	db_rollback(db);
+	db_close(db);
+}
+
 /*
  * The sweeper's connection leaves the plan mode to PostgreSQL, which
  * settles on a generic plan after a few calls: made on an empty queue,

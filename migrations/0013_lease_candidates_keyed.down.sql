@@ -1,0 +1,1 @@
+ALTER FUNCTION "nf_lease_candidates"(TEXT, TEXT, INTEGER) RESET ALL;
