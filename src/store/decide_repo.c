@@ -28,9 +28,11 @@ DB_STMT(decide_turn_stmt,
 
 /* Due rows only (a postponed evaluation carries a future "enqueuedAt"),
  * by the statement's clock, not the transaction's: a decider that waited
- * for its turn claims what was enqueued meanwhile. */
+ * for its turn claims what was enqueued meanwhile.  Oldest first, over
+ * "DecideQueues_due_idx" (migration 0014). */
 DB_STMT(decide_claim_stmt, "SELECT \"workflowId\"::text FROM \"DecideQueues\""
 			   " WHERE \"enqueuedAt\" <= statement_timestamp()"
+			   " ORDER BY \"enqueuedAt\""
 			   " LIMIT $1::int FOR UPDATE SKIP LOCKED");
 
 /* The window over the whole batch prunes to the partitions its ids can

@@ -41,8 +41,8 @@
 #include <unistd.h>
 
 /* The binary's migrations: update with each new one. */
-#define KNOWN_MIGRATIONS 13
-#define LATEST_MIGRATION "0013_lease_candidates_keyed"
+#define KNOWN_MIGRATIONS 14
+#define LATEST_MIGRATION "0014_decide_queue_due"
 
 extern char **environ;
 
@@ -544,14 +544,21 @@ Test(server, readyz_turns_ready_once_migrated)
 	th_server_start(&srv, db.url, NULL);
 	json_t *v = readyz(503);
 	json_t *m = json_object_get(v, "migrations");
-	const char *both[] = {
-		"0001_partitioning",     "0002_engine",
-		"0003_engine_runtime",   "0004_system_tasks",
-		"0005_flow_control",     "0006_payloads",
-		"0007_outbox",           "0008_live_notify",
-		"0009_task_logs",        "0010_namespace_events",
-		"0011_lease_candidates", "0012_execution_fillfactor",
-		LATEST_MIGRATION,        NULL};
+	const char *both[] = {"0001_partitioning",
+			      "0002_engine",
+			      "0003_engine_runtime",
+			      "0004_system_tasks",
+			      "0005_flow_control",
+			      "0006_payloads",
+			      "0007_outbox",
+			      "0008_live_notify",
+			      "0009_task_logs",
+			      "0010_namespace_events",
+			      "0011_lease_candidates",
+			      "0012_execution_fillfactor",
+			      "0013_lease_candidates_keyed",
+			      LATEST_MIGRATION,
+			      NULL};
 	cr_assert(list_is(json_object_get(m, "pending"), both), "%s",
 		  last_readyz);
 	json_decref(v);

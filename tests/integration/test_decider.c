@@ -20,6 +20,8 @@
  *                nothing only leaves the queue.  Batches of a few
  *                workflows and of many (the statements differ) each load,
  *                react to and follow every workflow's own tasks.
+ *   claim        the evaluations that have waited longest are claimed
+ *                first, postponed ones not before they are due.
  *   identity     a failed attempt 0 is retried as a new row with attempt 1
  *                (not absorbed by ON CONFLICT), while a repeated write of
  *                the same identity is absorbed without a second queue row.
@@ -98,6 +100,7 @@ TestSuite(race, .init = setup, .fini = teardown);
 TestSuite(rerun, .init = setup, .fini = teardown);
 TestSuite(identity, .init = setup, .fini = teardown);
 TestSuite(batch, .init = setup, .fini = teardown);
+TestSuite(claim, .init = setup, .fini = teardown);
 TestSuite(lease, .init = setup, .fini = teardown);
 
 /* Two sequential tasks of definition "step": a reads the workflow input, b
@@ -662,6 +665,51 @@ Test(rerun, deciding_twice_on_one_state_decides_the_same)
 	decision_free(&d2);
 	db_rollback(D);
 	eval_free(&ev);
+}
+
+/* ================================================================ claim */
+
+static void
+due_in(const char *id, const char *interval)
+{
+	const char *params[] = {id, interval};
+	PQclear(th_query(sql,
+			 "UPDATE \"DecideQueues\" SET \"enqueuedAt\" = now()"
+			 " + $2::interval WHERE \"workflowId\" = $1::uuid",
+			 2, params));
+}
+
+/*
+ * The deciders claim the evaluations that have waited longest: a is due
+ * a second ago, b three seconds ago, c in an hour.  a's row is rewritten
+ * before b's, so a comes first in the table, where a claim in the table's
+ * order took it.
+ */
+Test(claim, the_longest_waiting_evaluations_are_claimed_first)
+{
+	char a[37], b[37], c[37];
+	start_exec(c);
+	start_exec(a);
+	start_exec(b);
+	due_in(c, "1 hour");
+	due_in(a, "-1 second");
+	due_in(b, "-3 seconds");
+
+	struct err e = ERR_INIT;
+	struct decide_batch first = {0}, rest = {0};
+	cr_assert(db_begin(D, &e), "%s", e.msg);
+	cr_assert(decide_claim(D, 1, &first, &e), "%s", e.msg);
+	cr_assert_eq(first.n, 1);
+	cr_assert_str_eq(first.items[0].id, b);
+	/* Another decider, meanwhile: b is held, c is not due. */
+	cr_assert(db_begin(C, &e), "%s", e.msg);
+	cr_assert(decide_claim(C, 16, &rest, &e), "%s", e.msg);
+	cr_assert_eq(rest.n, 1);
+	cr_assert_str_eq(rest.items[0].id, a);
+	db_rollback(C);
+	db_rollback(D);
+	decide_batch_free(&first);
+	decide_batch_free(&rest);
 }
 
 /* ================================================================ batch */

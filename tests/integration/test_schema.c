@@ -324,6 +324,10 @@ static const struct index_spec indexes[] = {
 	IDX("DecideQueues",
 	    "UNIQUE INDEX \"DecideQueues_pkey\" ON public.\"DecideQueues\""
 	    " USING btree (\"workflowId\")"),
+	/* The claim, oldest first (migration 0014). */
+	IDX("DecideQueues",
+	    "INDEX \"DecideQueues_due_idx\" ON public.\"DecideQueues\""
+	    " USING btree (\"enqueuedAt\")"),
 
 	IDX("Timers", "UNIQUE INDEX \"Timers_pkey\" ON ONLY public.\"Timers\""
 		      " USING btree (id, \"fireAt\")"),

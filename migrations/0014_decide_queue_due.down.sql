@@ -1,0 +1,1 @@
+DROP INDEX "DecideQueues_due_idx";
