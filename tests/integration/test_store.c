@@ -492,16 +492,12 @@ Test(pool, unreachable_database_fails_fast)
 static long long
 whole_scan_rows(struct db *db)
 {
-	PGresult *r =
-		PQexec(db->conn, "SELECT coalesce(sum(\"seq_tup_read\"), 0)"
-				 " FROM pg_stat_xact_user_tables"
-				 " WHERE \"relname\" LIKE 'TaskExecutions%'"
-				 "    OR \"relname\" LIKE 'TaskQueues%'");
-	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s",
-		     PQerrorMessage(db->conn));
-	long long n = atoll(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return n;
+	return th_int(db->conn,
+		      "SELECT coalesce(sum(\"seq_tup_read\"), 0)"
+		      " FROM pg_stat_xact_user_tables"
+		      " WHERE \"relname\" LIKE 'TaskExecutions%'"
+		      "    OR \"relname\" LIKE 'TaskQueues%'",
+		      0, NULL);
 }
 
 /* The queue and task tables vacuumed and analysed empty (as a drained
@@ -518,6 +514,20 @@ no_analyse(void)
 		      "  (autovacuum_enabled = off)', r.\"relname\");"
 		      " END LOOP; END $$");
 	th_exec(conn, "VACUUM ANALYZE \"TaskQueues\", \"TaskExecutions\"");
+}
+
+/* After no_analyse, a connection as an engine loop's or the HTTP pool's:
+ * generic plans, none of them a whole scan where an index serves. */
+static struct db *
+keyed_connection_on_empty_tables(void)
+{
+	no_analyse();
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert(db_open(&db, tdb.url,
+			  DB_GENERIC_PLANS | DB_KEYED | DB_PREPARE_ALL, &e),
+		  "%s", e.msg);
+	return db;
 }
 
 /* 2,000 workflows of 8 tasks each, all queued; the first 10 are HTTP
@@ -555,12 +565,8 @@ grow_tables(void)
 Test(plans, a_deciders_plans_made_on_an_empty_database_stay_keyed,
      .init = setup_clone, .fini = teardown)
 {
-	no_analyse();
-	struct db *db = NULL;
+	struct db *db = keyed_connection_on_empty_tables();
 	struct err e = ERR_INIT;
-	cr_assert(db_open(&db, tdb.url,
-			  DB_GENERIC_PLANS | DB_KEYED | DB_PREPARE_ALL, &e),
-		  "%s", e.msg);
 	/* The plans, made while every table is empty. */
 	cr_assert(decide_warm(db, &e), "%s", e.msg);
 	char *json = NULL;
@@ -610,15 +616,12 @@ Test(plans, a_deciders_plans_made_on_an_empty_database_stay_keyed,
 static long long
 queue_rows_read(struct db *db)
 {
-	PGresult *r = PQexec(db->conn, "SELECT coalesce(sum(\"seq_tup_read\""
-				       " + \"idx_tup_fetch\"), 0)"
-				       " FROM pg_stat_xact_user_tables"
-				       " WHERE \"relname\" LIKE 'TaskQueues%'");
-	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s",
-		     PQerrorMessage(db->conn));
-	long long n = atoll(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return n;
+	return th_int(
+		db->conn,
+		"SELECT coalesce(sum(\"seq_tup_read\" + \"idx_tup_fetch\"), 0)"
+		" FROM pg_stat_xact_user_tables"
+		" WHERE \"relname\" LIKE 'TaskQueues%'",
+		0, NULL);
 }
 
 /*
@@ -634,12 +637,8 @@ queue_rows_read(struct db *db)
 Test(plans, a_workers_lease_and_results_read_only_their_queue_rows,
      .init = setup_clone, .fini = teardown)
 {
-	no_analyse();
-	struct db *db = NULL;
+	struct db *db = keyed_connection_on_empty_tables();
 	struct err e = ERR_INIT;
-	cr_assert(db_open(&db, tdb.url,
-			  DB_GENERIC_PLANS | DB_KEYED | DB_PREPARE_ALL, &e),
-		  "%s", e.msg);
 	/* The plans, made on a drained queue. */
 	cr_assert(queue_warm(db, &e), "%s", e.msg);
 	grow_tables();
@@ -661,20 +660,14 @@ Test(plans, a_workers_lease_and_results_read_only_their_queue_rows,
 
 	/* The batch, read on the lease's connection: the leases are not
 	 * committed. */
-	char *mine = NULL;
-	{
-		PGresult *r = PQexec(
-			db->conn,
-			"SELECT json_agg(json_build_object('n', k - 1, 't', t,"
-			" 'w', 'test', 's', 'COMPLETED', 'o', '{}'::json))::text"
-			" FROM (SELECT \"taskId\" AS t, row_number() OVER ()"
-			" AS k FROM \"TaskQueues\" WHERE \"queueName\" ="
-			" 'default/x' AND \"leasedBy\" = 'test') s");
-		cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s",
-			     PQerrorMessage(db->conn));
-		mine = strdup(PQgetvalue(r, 0, 0));
-		PQclear(r);
-	}
+	char *mine = th_value(
+		db->conn,
+		"SELECT json_agg(json_build_object('n', k - 1, 't', t,"
+		" 'w', 'test', 's', 'COMPLETED', 'o', '{}'::json))::text"
+		" FROM (SELECT \"taskId\" AS t, row_number() OVER () AS k"
+		" FROM \"TaskQueues\" WHERE \"queueName\" = 'default/x'"
+		" AND \"leasedBy\" = 'test') s",
+		0, NULL);
 	long long before_results = queue_rows_read(db);
 	enum queue_fate fate[3];
 	bool freed = false;
