@@ -111,7 +111,7 @@ append_tasks(char **json, const char *more)
 
 bool
 workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
-	     int count, char **json_out, size_t *n, bool *plainly_empty,
+	     int count, char **json_out, size_t *n, bool *plainly_drained,
 	     struct err *e)
 {
 	bool plain = false;
@@ -135,7 +135,10 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 		size_t passed = 0;
 		ok = queue_lease_ungated(db, queue, worker, count, secs,
 					 json_out, n, &passed, e);
-		plain = ok && *n == 0 && passed == 0;
+		/* Fewer than asked: the scan ran out of rows before its
+		 * limit, so nothing unleased was left but rows other
+		 * leases had locked (which they take). */
+		plain = ok && *n < (size_t)count && passed == 0;
 		if (ok && passed && *n < (size_t)count) {
 			char *more;
 			size_t m;
@@ -159,8 +162,8 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 	metric_add(m_looks, 1);
 	if (ok && *n == 0)
 		metric_add(m_empty, 1);
-	if (plainly_empty)
-		*plainly_empty = plain;
+	if (plainly_drained)
+		*plainly_drained = plain;
 	return ok;
 }
 

@@ -39,12 +39,13 @@ void workers_queue_name(const struct queue_ref *q, char *out, size_t size);
  * leased through queue_lease_gated; one without is one statement, which
  * passes over rows that carry a workflow task's own semaphore and then
  * leases those through the gate.  A limit makes a poll return fewer tasks,
- * never fail.  *plainly_empty (may be NULL): nothing found on a queue
- * without flow control and nothing passed over, so only new work, which is
- * always signalled, can change that.
+ * never fail.  *plainly_drained (may be NULL): on a queue without flow
+ * control, with nothing passed over, fewer tasks than count were found (none
+ * included), so the queue holds no task another look could lease, and only
+ * new work, which is always signalled, can change that.
  */
 bool workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
-		  int count, char **json_out, size_t *n, bool *plainly_empty,
+		  int count, char **json_out, size_t *n, bool *plainly_drained,
 		  struct err *e);
 /* A poll that parks without looking (http_known_empty): counted, and the
  * worker's poll noted as a look would. */

@@ -131,9 +131,10 @@ bool http_park(struct http_request *req, struct http_response *res,
 	       const char *key, int64_t deadline_ms, uint64_t seq);
 uint64_t http_wake_seq(const struct http_request *req, const char *key);
 /*
- * What a look found nothing behind, remembered so the next poll need not
+ * What a look left nothing behind, remembered so the next poll need not
  * look: http_mark_empty(key, seq) after a look that read seq before it
- * (http_wake_seq) and found key plainly empty; http_known_empty(key, seq),
+ * (http_wake_seq) and left key plainly empty (it took all it found, and
+ * found fewer than it asked for); http_known_empty(key, seq),
  * given the seq read just now, is true while no wake of key's bucket came
  * since such a look (seq is still the one it read), for at most a second
  * after it.  A poll that

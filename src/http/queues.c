@@ -73,16 +73,16 @@ queues_look(struct http_request *req, struct db *db, const struct queue_ref *q,
 	*json_out = NULL;
 	*n = 0;
 	*retry_at = 0;
-	/* A look since the queue's last wake found nothing: this one would
-	 * too. */
+	/* A look since the queue's last wake left it empty: this one would
+	 * find nothing. */
 	if (waits && http_known_empty(req, key, seq)) {
 		workers_poll_skipped(q, worker);
 		return true;
 	}
-	bool plain = false;
-	if (!workers_poll(db, q, worker, count, json_out, n, &plain, e))
+	bool drained = false;
+	if (!workers_poll(db, q, worker, count, json_out, n, &drained, e))
 		return false;
-	if (*n == 0 && plain)
+	if (drained)
 		http_mark_empty(req, key, seq);
 	if (*n == 0 && waits) {
 		long retry = workers_retry_ms(db, q);

@@ -35,8 +35,10 @@ http_handler queues_results;
  * http/conductor_tasks.h): a lease (workers_poll) of up to count tasks,
  * unless the poll may wait (waits) and a look since the queue's last wake
  * found it plainly empty (http_known_empty), when nothing is leased and
- * the database is not asked.  A look that finds the queue plainly empty is
- * remembered for the next (http_mark_empty).  key is the queue's wake key
+ * the database is not asked.  A look that leaves the queue plainly empty
+ * (it found fewer tasks than it asked for, workers_poll) is remembered for
+ * the next (http_mark_empty): the worker that took the last tasks polls
+ * again without a look that would find nothing.  key is the queue's wake key
  * and seq the wake count read before (http_wake_seq).  When nothing was
  * leased and the poll may wait, *retry_at is when to look again before a
  * wake (a monotonic time; 0: on a wake only, workers_retry_ms).  On

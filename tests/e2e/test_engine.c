@@ -1047,6 +1047,90 @@ Test(workers, an_empty_queue_says_nothing_of_another)
 		     "the poll parked on another queue's emptiness");
 }
 
+/* The depth of queue `name` (GET queues: tasks ready to be polled). */
+struct depth_probe {
+	const char *name;
+	long long want, seen;
+};
+
+static bool
+depth_reaches(void *arg)
+{
+	struct depth_probe *d = arg;
+	json_t *v = e2e_call("GET", NS "/queues", NULL, 200);
+	size_t i;
+	json_t *q;
+	d->seen = 0;
+	json_array_foreach (json_object_get(v, "items"), i, q)
+		if (strcmp(e2e_str_at(q, "name"), d->name) == 0)
+			d->seen =
+				json_integer_value(json_object_get(q, "depth"));
+	json_decref(v);
+	return d->seen >= d->want;
+}
+
+/* Starts n one-task workflows of `def` and waits until their n tasks are
+ * ready to be polled. */
+static void
+queue_tasks(const char *def, const char *queue, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char id[37];
+		e2e_start_workflow(def, json_pack("{s:i}", "n", i), id);
+	}
+	struct depth_probe d = {queue, n, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, depth_reaches, &d),
+		  "%lld of %d tasks queued", d.seen, n);
+}
+
+/* A poll for count tasks, waiting up to wait_ms; the tasks it got. */
+static size_t
+poll_waiting(const char *queue, int count, int wait_ms)
+{
+	char path[256];
+	snprintf(path, sizeof(path), NS "/queues/%s/poll", queue);
+	json_t *v = e2e_callj("POST", path, 200,
+			      json_pack("{s:s,s:i,s:i}", "workerId", "w1",
+					"count", count, "waitMs", wait_ms));
+	size_t n = json_array_size(json_object_get(v, "tasks"));
+	json_decref(v);
+	return n;
+}
+
+/*
+ * A look that got fewer tasks than it asked for took all there were: the
+ * worker's next poll parks without another look, which would find nothing
+ * (a worker that took the last tasks polls again after its results, so
+ * without this every batch cost an empty lease statement).  A look that
+ * got all it asked for says nothing of what is left: the next poll looks,
+ * and gets the task still queued.
+ */
+Test(workers,
+     a_look_that_got_fewer_than_it_asked_for_leaves_the_queue_known_empty)
+{
+	e2e_start(NULL);
+	put_task_def("drained", 0, 300);
+	put_one_task_workflow("drains", "drained");
+	queue_tasks("drains", "drained", 3);
+
+	cr_assert_eq(poll_waiting("drained", 2, 0), 2);
+	long long skipped = e2e_metric("nodeflow_queue_looks_skipped_total");
+	cr_assert_eq(poll_waiting("drained", 10, 15000), 1,
+		     "the poll after one that got all it asked for");
+	cr_assert_eq(e2e_metric("nodeflow_queue_looks_skipped_total"), skipped,
+		     "a poll parked although a task was left");
+
+	queue_tasks("drains", "drained", 2);
+	cr_assert_eq(poll_waiting("drained", 10, 0), 2);
+	long long looks = e2e_metric("nodeflow_queue_looks_total");
+	cr_assert_eq(poll_waiting("drained", 10, 300), 0);
+	cr_assert_eq(e2e_metric("nodeflow_queue_looks_skipped_total"),
+		     skipped + 1,
+		     "the poll after the queue was drained looked");
+	/* Its one look is the one at the end of its wait. */
+	cr_assert_eq(e2e_metric("nodeflow_queue_looks_total"), looks + 1);
+}
+
 /*
  * A replica that runs no decider (--roles api) tells the others' deciders
  * of what it enqueues for them: a start there, and then its task's result,
