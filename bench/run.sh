@@ -21,6 +21,9 @@
 #            --limit  shared/bench/limit.sh on the same cluster (LIMIT_DUR s per point, default
 #            20): the one-commit-per-job queue rate, for the 1-task e2e ratio
 #            --peak R  the peak for --latency/--soak instead of this run's 1-task e2e
+#            --sample  sample pg_stat_activity (0.5 s) and top (5 s) during each node-flow shape
+#            (bench/sample.sh; SAMPLE| lines, summed up in the report). Off by default: the
+#            peers run without a sampler, and it takes CPU from the run it watches
 #
 # Steps: build node-flow (meson, -O2, in bench/.build so it never races a `make` in build/) and
 # bench/loadgen; start the cluster with shared/bench/pg.sh (port 55433, the peers' fixed
@@ -56,6 +59,7 @@ PEERS=1
 SHAPES="1 5"
 REPLICAS=1
 STATS=0
+SAMPLE=0
 LATENCY=0
 LATENCY_S=60
 SOAK_MIN=0
@@ -73,6 +77,7 @@ while [ $# -gt 0 ]; do
     --only) SHAPES="$2"; shift ;;
     --replicas) REPLICAS="$2"; shift ;;
     --stats) STATS=1 ;;
+    --sample) SAMPLE=1 ;;
     --latency) LATENCY=1 ;;
     --latency-s) LATENCY_S="$2"; shift ;;
     --soak) SOAK_MIN="$2"; shift ;;
@@ -124,6 +129,7 @@ log() { echo "$@" | tee -a "$LOG"; }
 # ------------------------------------------------------------------ build
 log "# node-flow bench $(date -u +%FT%TZ) host=$(hostname) cores=$(nproc) N=$N (5-task: $N5, mixed: $MIXED_N)"
 log "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+log "# sampler (--sample): $([ "$SAMPLE" = 1 ] && echo "on, pg_stat_activity every 0.5 s and top every 5 s" || echo off)"
 if [ -n "${NF_BIN_PREBUILT:-}" ]; then
   log "# server binary: prebuilt $NF_BIN, built $(date -u -r "$NF_BIN" +%FT%TZ) (tree now at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null))"
 else
@@ -209,8 +215,11 @@ run_nodeflow() { # tasks n mode [rate [replicas [label]]]
   if [ "$STATS" = 1 ]; then
     psql -q -d "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" >/dev/null
   fi
-  "$HERE/sample.sh" "$db" >"$WORK/sample-$t.txt" 2>/dev/null &
-  SAMPLER_PID=$!
+  : >"$WORK/sample-$t.txt"
+  if [ "$SAMPLE" = 1 ]; then
+    "$HERE/sample.sh" "$db" >"$WORK/sample-$t.txt" 2>/dev/null &
+    SAMPLER_PID=$!
+  fi
   log "== node-flow $t-task workflows (N=$n, $mode$([ "$rate" = 0 ] || echo " paced") rate=$rate$([ "$reps" = 1 ] || echo " replicas=$reps"))$([ -z "$label" ] || echo " [$label]") at $SERVER_URL =="
   local dead_pid=""
   if [ -n "$label" ]; then # per minute: the queue table's dead tuples and autovacuums
@@ -225,7 +234,9 @@ run_nodeflow() { # tasks n mode [rate [replicas [label]]]
     --workers "$NF_WORKERS" --batch "$NF_BATCH" --wait-ms "$NF_WAIT_MS" --concurrency "$NF_CONC" \
     --mode "$mode" --rate "$rate" --setting "$NF_SERVER_FLAGS$([ "$reps" = 1 ] || echo " x$reps replicas")" --hook "$HERE/probe.sh" 2>&1 | tee -a "$LOG" ||
     log "# loadgen failed"
-  kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null || true; SAMPLER_PID=""
+  if [ -n "$SAMPLER_PID" ]; then
+    kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null || true; SAMPLER_PID=""
+  fi
   if [ -n "$dead_pid" ]; then
     kill "$dead_pid" 2>/dev/null; wait "$dead_pid" 2>/dev/null || true
     cat "$WORK/dead-$t.txt" >>"$LOG"
