@@ -114,7 +114,7 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 	     int count, char **json_out, size_t *n, bool *plainly_drained,
 	     struct err *e)
 {
-	bool plain = false;
+	bool drained = false;
 	char queue[512];
 	workers_queue_name(q, queue, sizeof(queue));
 	worker_polls_note(q->ns_id, queue, worker);
@@ -138,7 +138,7 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 		/* Fewer than asked: the scan ran out of rows before its
 		 * limit, so nothing unleased was left but rows other
 		 * leases had locked (which they take). */
-		plain = ok && *n < (size_t)count && passed == 0;
+		drained = ok && *n < (size_t)count && passed == 0;
 		if (ok && passed && *n < (size_t)count) {
 			char *more;
 			size_t m;
@@ -163,7 +163,7 @@ workers_poll(struct db *db, const struct queue_ref *q, const char *worker,
 	if (ok && *n == 0)
 		metric_add(m_empty, 1);
 	if (plainly_drained)
-		*plainly_drained = plain;
+		*plainly_drained = drained;
 	return ok;
 }
 
