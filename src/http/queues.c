@@ -74,9 +74,11 @@ queues_look(struct http_request *req, struct db *db, const struct queue_ref *q,
 	*n = 0;
 	*retry_at = 0;
 	/* A look since the queue's last wake left it empty: this one would
-	 * find nothing. */
-	if (waits && http_known_empty(req, key, seq)) {
+	 * find nothing.  So would the last look of a poll whose wait ran out
+	 * with no wake. */
+	if ((waits || req->wait_over) && http_known_empty(req, key, seq)) {
 		workers_poll_skipped(q, worker);
+		*json_out = xstrdup("[]");
 		return true;
 	}
 	bool drained = false;

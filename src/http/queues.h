@@ -33,13 +33,16 @@ http_handler queues_results;
 /*
  * One look of a worker's long-poll at queue q (this API's and Conductor's,
  * http/conductor_tasks.h): a lease (workers_poll) of up to count tasks,
- * unless the poll may wait (waits) and a look since the queue's last wake
- * found it plainly empty (http_known_empty), when nothing is leased and
- * the database is not asked.  A look that leaves the queue plainly empty
+ * unless the poll may wait (waits), or waited until its wait ran out
+ * (req->wait_over), and a look since the queue's last wake left it plainly
+ * empty (http_known_empty), when nothing is leased and the database is not
+ * asked.  A look that leaves the queue plainly empty
  * (it found fewer tasks than it asked for, workers_poll) is remembered for
  * the next (http_mark_empty): the worker that took the last tasks polls
  * again without a look that would find nothing.  key is the queue's wake key
- * and seq the wake count read before (http_wake_seq).  When nothing was
+ * and seq the wake count read before (http_wake_seq).  *json_out (the
+ * caller's to free) is the leased tasks' JSON array, "[]" when none, and *n
+ * their number.  When nothing was
  * leased and the poll may wait, *retry_at is when to look again before a
  * wake (a monotonic time; 0: on a wake only, workers_retry_ms).  On
  * failure, false with e set.
