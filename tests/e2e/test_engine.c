@@ -899,7 +899,8 @@ parked_poll_main(void *arg)
 	return NULL;
 }
 
-/* A metric of the server's /metrics (counter or gauge) to wait for. */
+/* A count the server shows, to wait for: a metric of its /metrics
+ * (counter or gauge), or a queue's depth (depth_reaches). */
 struct gauge_probe {
 	const char *name;
 	long long want, seen;
@@ -1051,16 +1052,11 @@ Test(workers, an_empty_queue_says_nothing_of_another)
 		     "the poll parked on another queue's emptiness");
 }
 
-/* The depth of queue `name` (GET queues: tasks ready to be polled). */
-struct depth_probe {
-	const char *name;
-	long long want, seen;
-};
-
+/* The depth of queue d->name (GET queues: tasks ready to be polled). */
 static bool
 depth_reaches(void *arg)
 {
-	struct depth_probe *d = arg;
+	struct gauge_probe *d = arg;
 	json_t *v = e2e_call("GET", NS "/queues", NULL, 200);
 	size_t i;
 	json_t *q;
@@ -1082,7 +1078,7 @@ queue_tasks(const char *def, const char *queue, int n)
 		char id[37];
 		e2e_start_workflow(def, json_pack("{s:i}", "n", i), id);
 	}
-	struct depth_probe d = {queue, n, 0};
+	struct gauge_probe d = {queue, n, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, depth_reaches, &d),
 		  "%lld of %d tasks queued", d.seen, n);
 }
@@ -1096,7 +1092,9 @@ poll_waiting(const char *queue, int count, int wait_ms)
 	json_t *v = e2e_callj("POST", path, 200,
 			      json_pack("{s:s,s:i,s:i}", "workerId", "w1",
 					"count", count, "waitMs", wait_ms));
-	size_t n = json_array_size(json_object_get(v, "tasks"));
+	json_t *tasks = json_object_get(v, "tasks");
+	cr_assert(json_is_array(tasks), "poll: %s", e2e_last_body);
+	size_t n = json_array_size(tasks);
 	json_decref(v);
 	return n;
 }
