@@ -2,9 +2,13 @@
  * http — the HTTP listener on libmicrohttpd, the request and response types
  * handlers see, and the JSON error body every failure uses.
  *
- * MHD runs an epoll thread pool (`--http-threads`) with suspend/resume
- * enabled, so a request that waits (a long-poll, an SSE stream) will park
- * its connection instead of a thread.  A request body is collected up to
+ * MHD's epoll threads (one per sixteen handler threads) read requests and
+ * send answers; a request, once read, is handed to one of `--http-threads`
+ * handler threads, its connection suspended until the handler answers.  A
+ * handler that waits (for the database, for its start group) so holds a
+ * handler thread, never an event loop other connections share; a request
+ * that waits for work (a long-poll, an SSE stream) parks its connection
+ * and holds no thread at all.  A request body is collected up to
  * `--max-body-bytes`; a larger one is answered 413 without being read into
  * memory.  The limits that protect the server (docs/operations.md) are
  * enforced here: a request line and headers over `--max-header-bytes` (414
@@ -20,9 +24,9 @@
  * 404 and a path matched under another method 405, each with the JSON error
  * body {"error":{"code":"…","message":"…"}}.
  *
- * Threads: handlers run on MHD's threads, several at once; they must only
- * use thread-safe shared state (the pool, metrics).  Ownership: everything a
- * handler allocates from req->arena is freed when the request ends; the
+ * Threads: handlers run on the handler threads, several at once; they must
+ * only use thread-safe shared state (the pool, metrics).  Ownership: everything
+ * a handler allocates from req->arena is freed when the request ends; the
  * response body buffer belongs to the response.  Failure: start returns
  * NULL with e set (bad listen address, port taken).
  */

@@ -35,6 +35,18 @@ enum {
 
 struct http_server {
 	struct MHD_Daemon *daemon;
+	/* The handler threads and the requests waiting for one, oldest
+	 * first.  MHD's threads only move bytes: a handler that waits (for
+	 * the database, for its start group) holds a handler thread, never
+	 * a connection's event loop, so it delays no other connection. */
+	pthread_mutex_t job_lock;
+	pthread_cond_t job_cond;
+	struct request_state *jobs;
+	struct request_state **jobs_tail;
+	bool jobs_closed; /* the handler threads are gone or going */
+	pthread_t *handlers;
+	int nhandlers;
+	struct metric *m_queued;
 	int fd;
 	int port;
 	struct http_server_opts opts;
@@ -127,6 +139,13 @@ struct request_state {
 	bool park_slot;           /* holds a parking place (client below) */
 	char client[INET6_ADDRSTRLEN];
 	struct conn_track *track;
+	/* Handed to a handler thread: the request, and the answer it leaves
+	 * for the connection's thread (answered) when it resumes it. */
+	struct MHD_Connection *conn;
+	const char *method, *url;
+	struct request_state *next_job;
+	bool answered;
+	struct http_response res;
 };
 
 /* A request parked by http_park, waiting for a wake or its deadline. */
@@ -525,20 +544,22 @@ http_park_retry(struct http_request *req, struct http_response *res,
 	return parked;
 }
 
-/* Suspends conn (on its MHD thread, inside on_request) and lists it. */
+/* Lists st's request as parked, on its handler thread: the connection is
+ * suspended already (on_request did so before handing it over).  A wake
+ * that came since the handler read its sequence resumes it at once, to
+ * run again. */
 static void
-park(struct http_server *s, struct MHD_Connection *conn,
-     struct request_state *st, const struct http_response *res)
+park(struct http_server *s, struct request_state *st,
+     const struct http_response *res)
 {
 	struct parked *p = xcalloc(1, sizeof(*p));
-	p->conn = conn;
+	p->conn = st->conn;
 	p->st = st;
 	memcpy(p->key, res->park_key, sizeof(p->key));
 	p->deadline_ms = res->park_deadline_ms;
 	p->due_ms = res->park_retry_ms ? res->park_retry_ms : p->deadline_ms;
 	p->takes = res->park_takes;
 	st->park_deadline_ms = res->park_deadline_ms;
-	MHD_suspend_connection(conn);
 
 	pthread_mutex_lock(&s->park_lock);
 	bool missed =
@@ -553,7 +574,7 @@ park(struct http_server *s, struct MHD_Connection *conn,
 	}
 	pthread_mutex_unlock(&s->park_lock);
 	if (missed) {
-		MHD_resume_connection(conn);
+		MHD_resume_connection(st->conn);
 		free(p);
 	}
 }
@@ -1028,6 +1049,75 @@ track_of(struct MHD_Connection *conn)
 	return ci ? ci->socket_context : NULL;
 }
 
+/* Runs st's request on a handler thread, then resumes its connection
+ * with the answer, or parks it. */
+static void
+run_request(struct http_server *s, struct request_state *st)
+{
+	struct http_request req = {
+		.method = st->method,
+		.path = st->url,
+		.body = sb_str(&st->body),
+		.body_len = st->body.len,
+		.arena = &st->arena,
+		.app = s->opts.app,
+		.conn = st->conn,
+		.server = s,
+		.state = st,
+		.wait_deadline_ms = st->park_deadline_ms,
+		.wait_over = st->park_over || atomic_load(&s->stopping) ||
+			     (st->park_deadline_ms &&
+			      mono_ms() >= st->park_deadline_ms),
+	};
+	st->res = (struct http_response){.status = 200};
+	http_dispatch(s->opts.routes, s->opts.nroutes, &req, &st->res);
+	if (st->res.parked) {
+		sb_free(&st->res.body);
+		park(s, st, &st->res);
+		return;
+	}
+	st->answered = true;
+	MHD_resume_connection(st->conn); /* on_request answers */
+}
+
+static void *
+handler_thread(void *arg)
+{
+	struct http_server *s = arg;
+	for (;;) {
+		pthread_mutex_lock(&s->job_lock);
+		while (!s->jobs && !s->jobs_closed)
+			pthread_cond_wait(&s->job_cond, &s->job_lock);
+		struct request_state *st = s->jobs;
+		if (st) {
+			s->jobs = st->next_job;
+			if (!s->jobs)
+				s->jobs_tail = &s->jobs;
+			metric_add(s->m_queued, -1);
+		}
+		pthread_mutex_unlock(&s->job_lock);
+		if (!st)
+			return NULL; /* closed, and nothing left to run */
+		run_request(s, st);
+	}
+}
+
+/* Sends the answer a handler thread left in st (on the connection's
+ * thread, which MHD requires). */
+static enum MHD_Result
+answer(struct http_server *s, struct MHD_Connection *conn,
+       struct request_state *st)
+{
+	st->answered = false;
+	if (st->res.stream)
+		return send_stream(s, conn, &st->res);
+	int status = st->res.status;
+	enum MHD_Result ok = send_response(s, conn, &st->res);
+	log_debug("http", "%s %s %d %lldms", st->method, st->url, status,
+		  (long long)(mono_ms() - st->started_ms));
+	return ok;
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	   const char *method, const char *version, const char *upload_data,
@@ -1070,36 +1160,31 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	request_received(st);
 	if (st->too_large)
 		return reply_too_large(s, conn);
-
-	struct http_request req = {
-		.method = method,
-		.path = url,
-		.body = sb_str(&st->body),
-		.body_len = st->body.len,
-		.arena = &st->arena,
-		.app = s->opts.app,
-		.conn = conn,
-		.server = s,
-		.state = st,
-		.wait_deadline_ms = st->park_deadline_ms,
-		.wait_over = st->park_over || atomic_load(&s->stopping) ||
-			     (st->park_deadline_ms &&
-			      mono_ms() >= st->park_deadline_ms),
-	};
-	struct http_response res = {.status = 200};
-	http_dispatch(s->opts.routes, s->opts.nroutes, &req, &res);
-	if (res.parked) {
-		sb_free(&res.body);
-		park(s, conn, st, &res);
-		return MHD_YES;
+	if (st->answered)
+		return answer(s, conn, st);
+	/* Hand the request to a handler thread: the connection is suspended
+	 * until it has an answer (or parks), and this thread goes on with
+	 * the other connections. */
+	st->conn = conn;
+	st->method = method;
+	st->url = url;
+	st->next_job = NULL;
+	pthread_mutex_lock(&s->job_lock);
+	bool open = !s->jobs_closed;
+	if (open) {
+		MHD_suspend_connection(conn);
+		*s->jobs_tail = st;
+		s->jobs_tail = &st->next_job;
+		metric_add(s->m_queued, 1);
+		pthread_cond_signal(&s->job_cond);
 	}
-	if (res.stream)
-		return send_stream(s, conn, &res);
-	int status = res.status;
-	enum MHD_Result ok = send_response(s, conn, &res);
-	log_debug("http", "%s %s %d %lldms", method, url, status,
-		  (long long)(mono_ms() - st->started_ms));
-	return ok;
+	pthread_mutex_unlock(&s->job_lock);
+	if (open)
+		return MHD_YES;
+	struct http_response res = {0};
+	http_fail(&res, ERR_UNAVAILABLE, "the server is stopping");
+	http_add_header(&res, "Retry-After", "1");
+	return send_response(s, conn, &res);
 }
 
 static void
@@ -1118,6 +1203,11 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 				     1000 * (int64_t)s->opts
 						     .request_timeout_seconds);
 	(void)conn;
+	if (st->answered) { /* the connection went before its answer */
+		if (st->res.stream)
+			stream_free(st->res.stream); /* it was never queued */
+		sb_free(&st->res.body);
+	}
 	if (st->park_slot)
 		release_park_slot(s, st);
 	arena_free(&st->arena);
@@ -1313,6 +1403,12 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->park_cond, &attr);
 	pthread_condattr_destroy(&attr);
+	pthread_mutex_init(&s->job_lock, NULL);
+	pthread_cond_init(&s->job_cond, NULL);
+	s->jobs_tail = &s->jobs;
+	s->m_queued = metric_register(
+		METRIC_GAUGE, "nodeflow_http_queued", "",
+		"Requests received and waiting for a handler thread");
 
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD |
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
@@ -1325,10 +1421,13 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 	size_t memory = 2 * o->max_header_bytes + 8192;
 	if (memory < 32768)
 		memory = 32768;
+	/* MHD's threads parse and send; one carries thousands of requests a
+	 * second, so one per sixteen handler threads. */
+	unsigned io_threads = ((unsigned)o->threads + 15) / 16;
 	s->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
 		on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)o->threads,
+		MHD_OPTION_THREAD_POOL_SIZE, io_threads,
 		MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_seconds,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
@@ -1347,6 +1446,16 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 		fprintf(stderr, "fatal: could not start the long-poll timer\n");
 		abort();
 	}
+	s->nhandlers = o->threads > 0 ? o->threads : 1;
+	s->handlers = xcalloc((size_t)s->nhandlers, sizeof(*s->handlers));
+	for (int i = 0; i < s->nhandlers; i++)
+		if (pthread_create(&s->handlers[i], NULL, handler_thread, s) !=
+		    0) {
+			fprintf(stderr,
+				"fatal: could not start an HTTP handler "
+				"thread\n");
+			abort();
+		}
 	return s;
 }
 
@@ -1384,6 +1493,17 @@ http_server_stop(struct http_server *s)
 			 "%d requests still in progress after %d ms; "
 			 "closing them",
 			 left, DRAIN_TIMEOUT_MS);
+	/* The handler threads run what is queued and end; a request that
+	 * comes after is refused on its connection's thread.  Every
+	 * connection they suspended is resumed by then, as MHD requires
+	 * before it stops. */
+	pthread_mutex_lock(&s->job_lock);
+	s->jobs_closed = true;
+	pthread_cond_broadcast(&s->job_cond);
+	pthread_mutex_unlock(&s->job_lock);
+	for (int i = 0; i < s->nhandlers; i++)
+		pthread_join(s->handlers[i], NULL);
+	free(s->handlers);
 	MHD_stop_daemon(s->daemon);
 	close(s->fd);
 	pthread_cond_destroy(&s->park_cond);
@@ -1391,6 +1511,8 @@ http_server_stop(struct http_server *s)
 	pthread_mutex_destroy(&s->empty_lock);
 	pthread_mutex_destroy(&s->conn_lock);
 	pthread_mutex_destroy(&s->stream_lock);
+	pthread_cond_destroy(&s->job_cond);
+	pthread_mutex_destroy(&s->job_lock);
 	for (int i = 0; i < CLIENT_BUCKETS; i++)
 		while (s->clients[i]) {
 			struct client_slots *next = s->clients[i]->next;

@@ -43,7 +43,7 @@ static const struct config_def defs[] = {
 	STR("roles", "NODEFLOW_ROLES", "api,engine", roles,
 	    "what this process runs: api (HTTP), engine (background loops), or both"),
 	INT("http-threads", "NODEFLOW_HTTP_THREADS", "8", 1, 256, http_threads,
-	    "HTTP event-loop threads"),
+	    "HTTP handler threads (requests run at once)"),
 	INT("max-body-bytes", "NODEFLOW_MAX_BODY_BYTES", "1048576", 1024,
 	    1073741824, max_body_bytes,
 	    "largest request body accepted; larger ones get 413"),

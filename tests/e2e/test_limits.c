@@ -19,6 +19,8 @@
  *   pool      when every pooled connection is busy and --db-queue requests
  *             wait already, a request gets a JSON 503 with Retry-After at
  *             once; those that waited are answered when the pool frees
+ *   waits     a request waiting on a lock holds up no other connection,
+ *             whichever of the server's threads reads it
  *
  * No assertion is about time: waits have deadlines, and what is asserted
  * is the answer (or the closed connection).
@@ -571,6 +573,55 @@ new_connection_served(void *arg)
 	bool ok = healthy_on(fd);
 	close(fd);
 	return ok;
+}
+
+/* ------------------------------------------------------- head of line */
+
+Test(limits, a_waiting_request_holds_up_no_other_connection)
+{
+	/* Two handler threads, one of which a list will hold. */
+	const char *flags[] = {"--roles", "api", "--http-threads", "2", NULL};
+	e2e_start(flags);
+	/* Keep-alive connections opened first, each answered once: whatever
+	 * thread reads them, they are open when the list starts to wait. */
+	enum { CONNS = 6 };
+	int fds[CONNS];
+	for (int i = 0; i < CONNS; i++) {
+		fds[i] = dial_from(6);
+		cr_assert(healthy_on(fds[i]), "connection %d", i);
+	}
+	PGconn *c = th_connect(e2e_db()->url);
+	th_exec(c, "BEGIN");
+	th_exec(c,
+		"LOCK TABLE \"WorkflowExecutions\" IN ACCESS EXCLUSIVE MODE");
+	PGconn *watch = th_connect(e2e_db()->url);
+	const char *list = "GET /v1/ns/default/workflows HTTP/1.1\r\n"
+			   "Host: x\r\n\r\n";
+	send_all(fds[0], list, strlen(list));
+	struct lock_wait w = {watch, e2e_db()->name, 1};
+	cr_assert(th_wait_until(30000, lock_waiters_are, &w),
+		  "the list never waited for the lock");
+
+	/* The other connections are answered while it waits, and so is a
+	 * new one. */
+	for (int i = 1; i < CONNS; i++)
+		cr_assert(healthy_on(fds[i]),
+			  "connection %d was not answered while another "
+			  "request waited",
+			  i);
+	int other = 7;
+	cr_assert(new_connection_served(&other));
+
+	/* The lock goes: the list is answered, on its own connection. */
+	th_exec(c, "COMMIT");
+	char *raw = read_response(fds[0], 30000);
+	cr_assert(strncmp(raw, "HTTP/1.1 200", 12) == 0, "%s", raw);
+	free(raw);
+	for (int i = 0; i < CONNS; i++)
+		close(fds[i]);
+	PQfinish(watch);
+	PQfinish(c);
+	stop();
 }
 
 Test(limits, connections_are_capped_per_client)
