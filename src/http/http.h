@@ -16,7 +16,10 @@
  * silent for `--idle-timeout-seconds`, or that has not delivered a whole
  * request `--request-timeout-seconds` after it opened or got its previous
  * answer, is closed; parked requests are capped per client address and in
- * all (429 with Retry-After); so are connections (`--max-connections`,
+ * all (429 with Retry-After); a new request that finds `--http-queue`
+ * requests waiting for a handler thread is answered 503 at once (a parked
+ * request woken to run again always waits its turn); so are connections
+ * (`--max-connections`,
  * `--max-connections-per-client`), and the process's file-descriptor
  * limit is raised to hold them.  Routing is a table of {method, path pattern,
  * handler}; a pattern's
@@ -211,6 +214,7 @@ struct http_server_opts {
 	unsigned max_connections_per_client; /* 0 = no limit */
 	unsigned max_parked;                 /* in all; 0 = no limit */
 	unsigned max_parked_per_client; /* per remote address; 0 = no limit */
+	unsigned max_queued; /* waiting for a handler thread; 0 = no limit */
 	const struct http_route *routes;
 	size_t nroutes;
 	void *app;

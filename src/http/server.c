@@ -44,9 +44,11 @@ struct http_server {
 	struct request_state *jobs;
 	struct request_state **jobs_tail;
 	bool jobs_closed; /* the handler threads are gone or going */
+	unsigned njobs;
 	pthread_t *handlers;
 	int nhandlers;
 	struct metric *m_queued;
+	struct metric *m_queue_refused;
 	int fd;
 	int port;
 	struct http_server_opts opts;
@@ -144,6 +146,7 @@ struct request_state {
 	struct MHD_Connection *conn;
 	const char *method, *url;
 	struct request_state *next_job;
+	bool dispatched; /* handed over once: it ran, or waits to run again */
 	bool answered;
 	struct http_response res;
 };
@@ -1093,6 +1096,7 @@ handler_thread(void *arg)
 			s->jobs = st->next_job;
 			if (!s->jobs)
 				s->jobs_tail = &s->jobs;
+			s->njobs--;
 			metric_add(s->m_queued, -1);
 		}
 		pthread_mutex_unlock(&s->job_lock);
@@ -1169,20 +1173,33 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	st->method = method;
 	st->url = url;
 	st->next_job = NULL;
+	unsigned max = s->opts.max_queued;
 	pthread_mutex_lock(&s->job_lock);
 	bool open = !s->jobs_closed;
-	if (open) {
+	bool full = open && !st->dispatched && max && s->njobs >= max;
+	if (open && !full) {
 		MHD_suspend_connection(conn);
 		*s->jobs_tail = st;
 		s->jobs_tail = &st->next_job;
+		s->njobs++;
+		st->dispatched = true;
 		metric_add(s->m_queued, 1);
 		pthread_cond_signal(&s->job_cond);
 	}
 	pthread_mutex_unlock(&s->job_lock);
-	if (open)
+	if (open && !full)
 		return MHD_YES;
 	struct http_response res = {0};
-	http_fail(&res, ERR_UNAVAILABLE, "the server is stopping");
+	if (full) {
+		metric_add(s->m_queue_refused, 1);
+		http_fail(&res, ERR_UNAVAILABLE,
+			  "%u requests are waiting for a handler thread "
+			  "already, the most this server queues "
+			  "(--http-queue); retry later",
+			  max);
+	} else {
+		http_fail(&res, ERR_UNAVAILABLE, "the server is stopping");
+	}
 	http_add_header(&res, "Retry-After", "1");
 	return send_response(s, conn, &res);
 }
@@ -1409,6 +1426,10 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 	s->m_queued = metric_register(
 		METRIC_GAUGE, "nodeflow_http_queued", "",
 		"Requests received and waiting for a handler thread");
+	s->m_queue_refused = metric_register(
+		METRIC_COUNTER, "nodeflow_http_queue_refused_total", "",
+		"Requests refused because too many waited for a handler thread "
+		"(503)");
 
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD |
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;

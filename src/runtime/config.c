@@ -44,6 +44,9 @@ static const struct config_def defs[] = {
 	    "what this process runs: api (HTTP), engine (background loops), or both"),
 	INT("http-threads", "NODEFLOW_HTTP_THREADS", "8", 1, 256, http_threads,
 	    "HTTP handler threads (requests run at once)"),
+	INT("http-queue", "NODEFLOW_HTTP_QUEUE", "1024", 0, 1000000, http_queue,
+	    "requests that may wait for a handler thread; beyond, 503 at once "
+	    "(0: no limit)"),
 	INT("max-body-bytes", "NODEFLOW_MAX_BODY_BYTES", "1048576", 1024,
 	    1073741824, max_body_bytes,
 	    "largest request body accepted; larger ones get 413"),

@@ -38,6 +38,7 @@ struct config {
 	long max_connections_per_client;
 	long max_parked;
 	long max_parked_per_client;
+	long http_queue;
 	long db_pool_size;
 	long db_queue;
 	long db_acquire_timeout_ms;

@@ -499,6 +499,7 @@ cmd_serve(struct command_line *cl)
 			.max_parked = (unsigned)cfg->max_parked,
 			.max_parked_per_client =
 				(unsigned)cfg->max_parked_per_client,
+			.max_queued = (unsigned)cfg->http_queue,
 			.routes = http_routes,
 			.nroutes = http_routes_count,
 			.app = &app,

@@ -20,7 +20,9 @@
  *             wait already, a request gets a JSON 503 with Retry-After at
  *             once; those that waited are answered when the pool frees
  *   waits     a request waiting on a lock holds up no other connection,
- *             whichever of the server's threads reads it
+ *             whichever of the server's threads reads it; past
+ *             --http-queue requests waiting for a handler thread, a new
+ *             one gets a JSON 503 with Retry-After at once
  *
  * No assertion is about time: waits have deadlines, and what is asserted
  * is the answer (or the closed connection).
@@ -619,6 +621,72 @@ Test(limits, a_waiting_request_holds_up_no_other_connection)
 	free(raw);
 	for (int i = 0; i < CONNS; i++)
 		close(fds[i]);
+	PQfinish(watch);
+	PQfinish(c);
+	stop();
+}
+
+/* Which of fds[0..1] has something to read first, within deadline_ms
+ * (-1: neither). */
+static int
+first_readable(const int fds[2], int deadline_ms)
+{
+	struct pollfd pfd[2] = {{.fd = fds[0], .events = POLLIN},
+				{.fd = fds[1], .events = POLLIN}};
+	if (poll(pfd, 2, deadline_ms) <= 0)
+		return -1;
+	return (pfd[0].revents & POLLIN) ? 0 : 1;
+}
+
+Test(limits, a_full_handler_queue_answers_503_at_once)
+{
+	const char *flags[] = {"--roles", "api",          "--http-threads",
+			       "1",       "--http-queue", "1",
+			       NULL};
+	e2e_start(flags);
+	PGconn *c = th_connect(e2e_db()->url);
+	th_exec(c, "BEGIN");
+	th_exec(c,
+		"LOCK TABLE \"WorkflowExecutions\" IN ACCESS EXCLUSIVE MODE");
+	PGconn *watch = th_connect(e2e_db()->url);
+	/* The one handler thread waits on the lock. */
+	int holder = dial_from(8);
+	const char *list = "GET /v1/ns/default/workflows HTTP/1.1\r\n"
+			   "Host: x\r\n\r\n";
+	send_all(holder, list, strlen(list));
+	struct lock_wait w = {watch, e2e_db()->name, 1};
+	cr_assert(th_wait_until(30000, lock_waiters_are, &w),
+		  "the list never waited for the lock");
+
+	/* Two more: one takes the queue's one place, the other is refused
+	 * at once, whichever came first. */
+	int fds[2] = {dial_from(8), dial_from(8)};
+	for (int i = 0; i < 2; i++)
+		send_all(fds[i], keep_alive_get, strlen(keep_alive_get));
+	int refused = first_readable(fds, 20000);
+	cr_assert(refused >= 0, "neither request was answered at once");
+	char *raw = read_response(fds[refused], 20000);
+	cr_assert(strncmp(raw, "HTTP/1.1 503", 12) == 0, "%s", raw);
+	cr_assert(strcasestr(raw, "\r\nRetry-After: "), "%s", raw);
+	assert_json_error(503, body_of(raw), "unavailable", "--http-queue");
+	free(raw);
+
+	/* The lock goes: the list and the one that waited are answered. */
+	th_exec(c, "COMMIT");
+	int answered[] = {holder, fds[1 - refused]};
+	for (int i = 0; i < 2; i++) {
+		raw = read_response(answered[i], 30000);
+		cr_assert(strncmp(raw, "HTTP/1.1 200", 12) == 0, "%s", raw);
+		free(raw);
+	}
+	struct th_response r;
+	th_http(e2e_server(), "GET", "/metrics", NULL, 0, &r);
+	cr_assert(strstr(r.body, "nodeflow_http_queue_refused_total 1\n"), "%s",
+		  r.body);
+	th_response_free(&r);
+	close(holder);
+	close(fds[0]);
+	close(fds[1]);
 	PQfinish(watch);
 	PQfinish(c);
 	stop();
