@@ -229,7 +229,7 @@ run_nodeflow() { # tasks n mode [rate [replicas [label]]]
       done ) >"$WORK/dead-$t.txt" &
     dead_pid=$!
   fi
-  NF_PID="$SERVER_PID" NF_DB="$db" "$HERE/loadgen" --server "$SERVER_URL" --n "$n" --tasks "$t" \
+  NF_PID="$SERVER_PID $EXTRA_PIDS" NF_DB="$db" "$HERE/loadgen" --server "$SERVER_URL" --n "$n" --tasks "$t" \
     ${label:+--label "node-flow $t-task $label"} --timeout $(( rate > 0 ? n / rate + 900 : 900 )) \
     --workers "$NF_WORKERS" --batch "$NF_BATCH" --wait-ms "$NF_WAIT_MS" --concurrency "$NF_CONC" \
     --mode "$mode" --rate "$rate" --setting "$NF_SERVER_FLAGS$([ "$reps" = 1 ] || echo " x$reps replicas")" --hook "$HERE/probe.sh" 2>&1 | tee -a "$LOG" ||
