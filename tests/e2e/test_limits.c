@@ -472,6 +472,41 @@ lock_waiters_are(void *arg)
 		      1, params) == w->want;
 }
 
+/* "WorkflowExecutions" locked by a transaction of the test's own, with a
+ * second connection to watch who waits for it. */
+struct table_lock {
+	PGconn *c, *watch;
+};
+
+/* Locks the table, sends request (a list, which reads it) on fd, and
+ * returns once that request waits for the lock. */
+static void
+hold_on_lock(struct table_lock *l, int fd, const char *request)
+{
+	l->c = th_connect(e2e_db()->url);
+	th_exec(l->c, "BEGIN");
+	th_exec(l->c,
+		"LOCK TABLE \"WorkflowExecutions\" IN ACCESS EXCLUSIVE MODE");
+	l->watch = th_connect(e2e_db()->url);
+	send_all(fd, request, strlen(request));
+	struct lock_wait w = {l->watch, e2e_db()->name, 1};
+	cr_assert(th_wait_until(30000, lock_waiters_are, &w),
+		  "the request never waited for the lock");
+}
+
+/* Ends the lock's transaction: what waited for it goes on. */
+static void
+release_lock(struct table_lock *l)
+{
+	th_exec(l->c, "COMMIT");
+	PQfinish(l->watch);
+	PQfinish(l->c);
+}
+
+static const char keep_alive_list[] =
+	"GET /v1/ns/default/workflows HTTP/1.1\r\n"
+	"Host: x\r\n\r\n";
+
 Test(limits, a_busy_pool_answers_503_at_once_beyond_its_queue)
 {
 	/* The API alone: no engine loop of its own may queue on the lock. */
@@ -495,17 +530,9 @@ Test(limits, a_busy_pool_answers_503_at_once_beyond_its_queue)
 	free(raw);
 
 	/* Hold the table the list reads, so a list holds the connection. */
-	PGconn *c = th_connect(e2e_db()->url);
-	th_exec(c, "BEGIN");
-	th_exec(c,
-		"LOCK TABLE \"WorkflowExecutions\" IN ACCESS EXCLUSIVE MODE");
-	PGconn *watch = th_connect(e2e_db()->url);
-
+	struct table_lock lock;
 	int holder = dial_from(1);
-	send_all(holder, list, strlen(list));
-	struct lock_wait w = {watch, e2e_db()->name, 1};
-	cr_assert(th_wait_until(30000, lock_waiters_are, &w),
-		  "the list never waited for the lock");
+	hold_on_lock(&lock, holder, list);
 	/* The next waits for the connection: the queue's one place. */
 	int waiter = dial_from(2);
 	send_all(waiter, list, strlen(list));
@@ -520,7 +547,7 @@ Test(limits, a_busy_pool_answers_503_at_once_beyond_its_queue)
 	th_response_free(&r);
 
 	/* The lock goes: the two that waited are answered. */
-	th_exec(c, "COMMIT");
+	release_lock(&lock);
 	int fds[] = {holder, waiter};
 	for (int i = 0; i < 2; i++) {
 		raw = read_response(fds[i], 30000);
@@ -532,8 +559,6 @@ Test(limits, a_busy_pool_answers_503_at_once_beyond_its_queue)
 	cr_assert(strstr(r.body, "nodeflow_db_pool_refused_total 1\n"), "%s",
 		  r.body);
 	th_response_free(&r);
-	PQfinish(watch);
-	PQfinish(c);
 	stop();
 }
 
@@ -592,17 +617,8 @@ Test(limits, a_waiting_request_holds_up_no_other_connection)
 		fds[i] = dial_from(6);
 		cr_assert(healthy_on(fds[i]), "connection %d", i);
 	}
-	PGconn *c = th_connect(e2e_db()->url);
-	th_exec(c, "BEGIN");
-	th_exec(c,
-		"LOCK TABLE \"WorkflowExecutions\" IN ACCESS EXCLUSIVE MODE");
-	PGconn *watch = th_connect(e2e_db()->url);
-	const char *list = "GET /v1/ns/default/workflows HTTP/1.1\r\n"
-			   "Host: x\r\n\r\n";
-	send_all(fds[0], list, strlen(list));
-	struct lock_wait w = {watch, e2e_db()->name, 1};
-	cr_assert(th_wait_until(30000, lock_waiters_are, &w),
-		  "the list never waited for the lock");
+	struct table_lock lock;
+	hold_on_lock(&lock, fds[0], keep_alive_list);
 
 	/* The other connections are answered while it waits, and so is a
 	 * new one. */
@@ -615,14 +631,12 @@ Test(limits, a_waiting_request_holds_up_no_other_connection)
 	cr_assert(new_connection_served(&other));
 
 	/* The lock goes: the list is answered, on its own connection. */
-	th_exec(c, "COMMIT");
+	release_lock(&lock);
 	char *raw = read_response(fds[0], 30000);
 	cr_assert(strncmp(raw, "HTTP/1.1 200", 12) == 0, "%s", raw);
 	free(raw);
 	for (int i = 0; i < CONNS; i++)
 		close(fds[i]);
-	PQfinish(watch);
-	PQfinish(c);
 	stop();
 }
 
@@ -644,19 +658,10 @@ Test(limits, a_full_handler_queue_answers_503_at_once)
 			       "1",       "--http-queue", "1",
 			       NULL};
 	e2e_start(flags);
-	PGconn *c = th_connect(e2e_db()->url);
-	th_exec(c, "BEGIN");
-	th_exec(c,
-		"LOCK TABLE \"WorkflowExecutions\" IN ACCESS EXCLUSIVE MODE");
-	PGconn *watch = th_connect(e2e_db()->url);
 	/* The one handler thread waits on the lock. */
+	struct table_lock lock;
 	int holder = dial_from(8);
-	const char *list = "GET /v1/ns/default/workflows HTTP/1.1\r\n"
-			   "Host: x\r\n\r\n";
-	send_all(holder, list, strlen(list));
-	struct lock_wait w = {watch, e2e_db()->name, 1};
-	cr_assert(th_wait_until(30000, lock_waiters_are, &w),
-		  "the list never waited for the lock");
+	hold_on_lock(&lock, holder, keep_alive_list);
 
 	/* Two more: one takes the queue's one place, the other is refused
 	 * at once, whichever came first. */
@@ -672,7 +677,7 @@ Test(limits, a_full_handler_queue_answers_503_at_once)
 	free(raw);
 
 	/* The lock goes: the list and the one that waited are answered. */
-	th_exec(c, "COMMIT");
+	release_lock(&lock);
 	int answered[] = {holder, fds[1 - refused]};
 	for (int i = 0; i < 2; i++) {
 		raw = read_response(answered[i], 30000);
@@ -687,8 +692,6 @@ Test(limits, a_full_handler_queue_answers_503_at_once)
 	close(holder);
 	close(fds[0]);
 	close(fds[1]);
-	PQfinish(watch);
-	PQfinish(c);
 	stop();
 }
 
