@@ -1,18 +1,14 @@
 #include "engine/decide_loop.h"
 
+#include "engine/decide_batch.h"
 #include "engine/decide_signal.h"
 #include "engine/decider.h"
 #include "engine/defcache.h"
 #include "engine/queue_signal.h"
-#include "engine/subflows.h"
-#include "engine/systasks.h"
-#include "engine/task_kind.h"
 #include "runtime/log.h"
 #include "runtime/metrics.h"
-#include "store/cache_repo.h"
 #include "store/db.h"
 #include "store/decide_repo.h"
-#include "store/timers_repo.h"
 #include "util/json.h"
 #include "util/mem.h"
 #include "util/timeutil.h"
@@ -26,7 +22,7 @@
 /* SHARE_AT: a batch this large (or a full one) wakes a resting loop to
  * share what may follow: split over two loops, a batch's work outweighs
  * the cost of a second batch. */
-enum { POSTPONE_MS = 5000, MAX_LOOPS = 16, SHARE_AT = 32 };
+enum { MAX_LOOPS = 16, SHARE_AT = 32 };
 
 /* A turn is a batch long (milliseconds).  One that lasts TURN_WAIT_MS is a
  * decider stuck mid-batch (a replica cut off from the database holds its
@@ -41,12 +37,9 @@ struct decide_loop {
 	struct db *db;
 	struct metric *m_decisions;
 	struct metric *m_failures;
-	bool system_enqueued; /* this batch queued a system task */
-	bool guarded;         /* the next batch takes savepoints */
-	long long decisions;  /* applied in this batch, counted at commit */
-	bool left_queued;     /* this batch left a claimed workflow queued */
-	bool backlog;         /* the last batch was large: share, not wait */
-	int64_t turns_from;   /* no turns before then (monotonic ms) */
+	bool guarded;       /* the next batch takes savepoints */
+	bool backlog;       /* the last batch was large: share, not wait */
+	int64_t turns_from; /* no turns before then (monotonic ms) */
 	struct loop *loop;
 	atomic_bool working; /* in a tick that claimed work */
 };
@@ -71,355 +64,6 @@ wake_resting(const struct decide_loop *except)
 		}
 	}
 	return false;
-}
-
-/* The task definitions one evaluation looked up, released after it. */
-struct lookups {
-	struct db *db;
-	const char *ns_id;
-	struct def_ref refs[64];
-	size_t n;
-};
-
-static const struct task_def *
-lookup_task_def(void *arg, const char *name)
-{
-	struct lookups *l = arg;
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->refs[i].task->name, name) == 0)
-			return l->refs[i].task;
-	if (l->n == sizeof(l->refs) / sizeof(l->refs[0]))
-		return NULL;
-	struct err e = ERR_INIT;
-	if (!defcache_task(l->db, l->ns_id, name, &l->refs[l->n], &e))
-		return NULL; /* Conductor's defaults apply */
-	return l->refs[l->n++].task;
-}
-
-/* A failed look-up is a miss: the task runs. */
-static json_t *
-lookup_cache(void *arg, const char *name, const char *key)
-{
-	struct lookups *l = arg;
-	json_t *hit = NULL;
-	struct err e = ERR_INIT;
-	if (!cache_get(l->db, l->ns_id, name, key, &hit, &e))
-		return NULL;
-	return hit;
-}
-
-static void
-release_lookups(struct lookups *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		defcache_release(&l->refs[i]);
-	l->n = 0;
-}
-
-/* Over budget, a retry waits at least a minute. */
-static bool
-apply_retry_budget(struct decide_loop *dl, const struct loaded_execution *x,
-		   struct decision *d, struct err *e)
-{
-	size_t i;
-	json_t *idx;
-	json_array_foreach (d->retries, i, idx) {
-		json_t *row = json_array_get(d->tasks,
-					     (size_t)json_integer_value(idx));
-		const char *def =
-			json_string_value(json_object_get(row, "taskDefName"));
-		int recent;
-		if (!decide_recent_retries(dl->db, x->ns_id, def,
-					   dl->opts.retry_budget_per_minute + 1,
-					   &recent, e))
-			return false;
-		if (recent > dl->opts.retry_budget_per_minute) {
-			json_int_t delay = json_integer_value(
-				json_object_get(row, "delaySeconds"));
-			if (delay < 60)
-				json_object_set_new(row, "delaySeconds",
-						    json_integer(60));
-			log_warn(
-				"decider",
-				"retry budget of task %s exhausted (%d retries in "
-				"the last minute): retry of workflow %s delayed",
-				def, recent, x->id);
-		}
-	}
-	return true;
-}
-
-/* The deadlines the decision armed and cancelled (store/timers_repo.h),
- * in the evaluation's transaction; nothing to do for most evaluations. */
-static bool
-apply_timers(const struct loaded_execution *x, struct db *db,
-	     const struct decision *d, struct err *e)
-{
-	bool ok = true;
-	if (json_array_size(d->timers)) {
-		char *text = json_db_text(d->timers);
-		ok = timers_arm_tasks(db, x->id, x->ns_id, text, e);
-		free(text);
-	}
-	if (ok && d->disarm_all) {
-		ok = timers_disarm(db, x->id, NULL, NULL, e);
-	} else if (ok && json_array_size(d->disarm)) {
-		char *ids = json_db_text(d->disarm);
-		char *since = json_db_text(d->disarm_since);
-		ok = timers_disarm(db, x->id, ids, since, e);
-		free(ids);
-		free(since);
-	}
-	return ok;
-}
-
-/* What the decision's sub-workflow, wait and event rows ask for, and, when
- * it ended the workflow, its parent, children and failure workflow
- * (engine/subflows.h), in the evaluation's transaction. */
-static bool
-apply_subflows(const struct loaded_execution *x, const struct wf_def *def,
-	       struct db *db, const struct decision *d, json_t *touched,
-	       struct err *e)
-{
-	if (!subflows_apply(db, x, d->tasks, e))
-		return false;
-	const char *status =
-		json_string_value(json_object_get(d->update, "status"));
-	if (!status || strcmp(status, "RUNNING") == 0 ||
-	    strcmp(status, "PAUSED") == 0)
-		return true;
-	/* Only a failure starts the failure workflow: a completed one need
-	 * not look its definition up. */
-	bool failed = strcmp(status, "FAILED") == 0 ||
-		      strcmp(status, "TIMED_OUT") == 0;
-	/* A top-level workflow that started no child has no parent to tell
-	 * and no child to end: looking cost a statement per workflow. */
-	if (!failed && !x->parent_id[0] && !def->starts_children)
-		return true;
-	return subflows_workflow_ended(db, x->ns_id, x->id, failed, touched, e);
-}
-
-static bool
-listed(const json_t *ids, const char *id)
-{
-	size_t i;
-	json_t *v;
-	json_array_foreach (ids, i, v)
-		if (strcmp(json_string_value(v), id) == 0)
-			return true;
-	return false;
-}
-
-enum eval_result {
-	EVAL_OK,   /* applied, skipped, or (guarded) postponed */
-	EVAL_REDO, /* (unguarded) something failed: redo the batch guarded */
-	EVAL_LOST, /* the transaction is lost (a savepoint failed) */
-};
-
-/* Runs the decider on one workflow: d is the caller's to free, whatever
- * the result. */
-static bool
-evaluate(struct decide_loop *dl, const struct loaded_execution *x,
-	 const struct wf_def *def, struct decision *d, struct err *e)
-{
-	if (!def) {
-		err_set(e, ERR_INTERNAL, "definition %s version %d unavailable",
-			x->def_name, x->def_version);
-		return false;
-	}
-	struct lookups lk = {.db = dl->db, .ns_id = x->ns_id};
-	struct decider_input in = {def, x, lookup_task_def, &lk, lookup_cache};
-	decide(&in, d);
-	bool ok = apply_retry_budget(dl, x, d, e);
-	release_lookups(&lk);
-	return ok;
-}
-
-/* What follows an applied decision in its transaction: its deadlines, its
- * sub-workflows, waits and events, and its ending. */
-static bool
-after_apply(struct decide_loop *dl, const struct loaded_execution *x,
-	    const struct wf_def *def, const struct decision *d, json_t *touched,
-	    struct err *e)
-{
-	return apply_timers(x, dl->db, d, e) &&
-	       apply_subflows(x, def, dl->db, d, touched, e);
-}
-
-/* An applied evaluation: its queues are signalled after the commit. */
-static void
-count_applied(struct decide_loop *dl, const struct decision *d, json_t *queues)
-{
-	size_t i;
-	json_t *row;
-	json_array_foreach (d->tasks, i, row) {
-		const char *q =
-			json_string_value(json_object_get(row, "queueName"));
-		if (!q)
-			continue;
-		const char *type =
-			json_string_value(json_object_get(row, "taskType"));
-		const struct task_kind *k = type ? task_kind_find(type) : NULL;
-		if (k && k->exec == TASK_EXEC_SYSTEM) {
-			/* for every replica's runners, not for polls */
-			queue_signal_add(queues, QUEUE_SIGNAL_SYSTEM, 1);
-			dl->system_enqueued = true;
-		} else {
-			queue_signal_add(queues, q, 1);
-		}
-	}
-	dl->decisions++;
-}
-
-/* Whether the decision ends its workflow (subflows_workflow_ended follows:
- * its running children are terminated). */
-static bool
-ends_workflow(const struct decision *d)
-{
-	const char *status =
-		json_string_value(json_object_get(d->update, "status"));
-	return status && strcmp(status, "RUNNING") != 0 &&
-	       strcmp(status, "PAUSED") != 0;
-}
-
-/*
- * A batch without savepoints, as nearly all are: every workflow is
- * evaluated, then every decision is written by one statement
- * (decide_apply_batch), then what follows each applied one (after_apply),
- * in the batch's order.  Anything failing redoes the batch guarded.
- *
- * Writing before the after-steps is what one workflow at a time would do,
- * but for one case: a workflow whose decision ends it terminates its
- * running children, which come later in the batch (a child's UUIDv7 is
- * younger).  Their decisions would be written before the terminate and
- * their after-steps (starting their own children…) run after it, so they
- * are not evaluated here: they stay queued for the next batch, as their
- * version guard would have had it (terminate changes the version).  A
- * parent, earlier in the batch, is written before its child's ending
- * completes its task and queues it again, as it was one at a time.
- */
-static enum eval_result
-evaluate_batch(struct decide_loop *dl, struct decide_batch *b,
-	       const struct def_ref *defs, json_t *queues, json_t *touched)
-{
-	struct decision *ds = xcalloc(b->n, sizeof(*ds));
-	struct decide_item *items = xcalloc(b->n, sizeof(*items));
-	size_t *at = xcalloc(b->n, sizeof(*at));
-	json_t *dequeue = json_array(), *ending = json_array();
-	size_t n = 0;
-	struct err we = ERR_INIT;
-	const char *failed = NULL;
-	bool ok = true;
-	for (size_t i = 0; ok && i < b->n; i++) {
-		const struct loaded_execution *x = &b->items[i];
-		if (x->parent_id[0] && listed(ending, x->parent_id)) {
-			json_array_append_new(ending, json_string(x->id));
-			dl->left_queued = true;
-			continue;
-		}
-		ok = evaluate(dl, x, defs[i].wf, &ds[i], &we);
-		if (!ok) {
-			failed = x->id;
-		} else if (!ds[i].changed) {
-			json_array_append_new(dequeue, json_string(x->id));
-		} else {
-			if (ends_workflow(&ds[i]))
-				json_array_append_new(ending,
-						      json_string(x->id));
-			items[n] = (struct decide_item){
-				x,
-				{ds[i].update, ds[i].tasks, ds[i].seen,
-				 ds[i].cancel, ds[i].events},
-				false};
-			at[n++] = i;
-		}
-	}
-	ok = ok && decide_apply_batch(dl->db, items, n, dequeue, &we);
-	for (size_t k = 0; ok && k < n; k++) {
-		if (!items[k].applied) {
-			/* the version changed: evaluated again */
-			dl->left_queued = true;
-			continue;
-		}
-		ok = after_apply(dl, items[k].x, defs[at[k]].wf, &ds[at[k]],
-				 touched, &we);
-		if (ok)
-			count_applied(dl, &ds[at[k]], queues);
-		else
-			failed = items[k].x->id;
-	}
-	if (ok)
-		dl->decisions += (long long)json_array_size(dequeue);
-	else
-		log_warn("decider",
-			 "%s%s: %s (its batch is done again, each evaluation "
-			 "apart)",
-			 failed ? "workflow " : "a batch of workflows",
-			 failed ? failed : "", we.msg);
-	for (size_t i = 0; i < b->n; i++)
-		decision_free(&ds[i]);
-	free(ds);
-	free(items);
-	free(at);
-	json_decref(dequeue);
-	json_decref(ending);
-	return ok ? EVAL_OK : EVAL_REDO;
-}
-
-/*
- * Evaluates and applies one workflow under its own savepoint (a batch done
- * again guarded, after a failure): a failed one is rolled back to it and
- * postponed while the others commit.  A version guard that fails writes
- * nothing (the evaluation is simply done again in a later batch).
- */
-static enum eval_result
-evaluate_one(struct decide_loop *dl, const struct loaded_execution *x,
-	     const struct wf_def *def, json_t *queues, json_t *touched,
-	     struct err *e)
-{
-	/* An earlier evaluation of this batch changed it (a child of it
-	 * ended): what was loaded is stale.  It stays queued (that change
-	 * enqueued it) for the next batch. */
-	if (listed(touched, x->id)) {
-		dl->left_queued = true;
-		return EVAL_OK;
-	}
-	if (!decide_savepoint(dl->db, e))
-		return EVAL_LOST;
-	struct err we = ERR_INIT;
-	struct decision d = {0};
-	bool ok = evaluate(dl, x, def, &d, &we);
-	bool applied = true;
-	if (ok && d.changed) {
-		struct decide_rows rows = {d.update, d.tasks, d.seen, d.cancel,
-					   d.events};
-		ok = decide_apply(dl->db, x, &rows, &applied, &we) &&
-		     (!applied || after_apply(dl, x, def, &d, touched, &we));
-	} else if (ok) {
-		ok = decide_dequeue(dl->db, x->id, &we);
-	}
-	if (ok && applied)
-		count_applied(dl, &d, queues);
-	decision_free(&d);
-	if (ok && applied)
-		return decide_release_savepoint(dl->db, e) ? EVAL_OK
-							   : EVAL_LOST;
-
-	decide_rollback_savepoint(dl->db);
-	if (!ok) {
-		/* Leave it queued, due again later; the rest of the batch
-		 * goes on. */
-		metric_add(dl->m_failures, 1);
-		log_error("decider", "workflow %s: %s (evaluation postponed)",
-			  x->id, we.msg);
-		if (!decide_postpone(dl->db, x->id, POSTPONE_MS, "failed", e))
-			return EVAL_LOST;
-	}
-	/* Not applied: the version changed; it stays queued and is evaluated
-	 * again in a later batch. */
-	if (ok)
-		dl->left_queued = true;
-	return decide_release_savepoint(dl->db, e) ? EVAL_OK : EVAL_LOST;
 }
 
 /* Oldest id first.  Every batch then takes the row locks of its executions
@@ -494,6 +138,7 @@ run_batch(struct decide_loop *dl, struct err *e)
 	qsort(b.items, b.n, sizeof(*b.items), by_id);
 
 	struct def_ref *defs = xcalloc(b.n, sizeof(*defs));
+	const struct wf_def **wfs = xcalloc(b.n, sizeof(*wfs));
 	json_t **refs = xcalloc(b.n, sizeof(*refs));
 	for (size_t i = 0; i < b.n; i++) {
 		struct err de = ERR_INIT;
@@ -505,54 +150,48 @@ run_batch(struct decide_loop *dl, struct err *e)
 						    b.items[i].def_name,
 						    b.items[i].def_version,
 						    &defs[i], &de);
-		if (have)
-			refs[i] = decider_refs_to_load(defs[i].wf);
-		else
-			refs[i] = json_array();
+		wfs[i] = have ? defs[i].wf : NULL;
+		refs[i] =
+			have ? decider_refs_to_load(defs[i].wf) : json_array();
 	}
-	json_t *queues = json_object();
-	json_t *touched = json_array();
+	struct decide_run r;
+	decide_run_init(&r, dl->db, dl->opts.retry_budget_per_minute);
+	r.m_failures = dl->m_failures;
 	bool guarded = dl->guarded;
 	dl->guarded = false;
 	bool ok = decide_load_tasks(dl->db, &b, refs, e);
 	bool redo = false;
 	if (ok && !guarded)
-		redo = evaluate_batch(dl, &b, defs, queues, touched) ==
-		       EVAL_REDO;
+		redo = decide_batch_run(&r, &b, wfs) == DECIDE_REDO;
 	for (size_t i = 0; ok && guarded && i < b.n; i++)
-		ok = evaluate_one(dl, &b.items[i], defs[i].wf, queues, touched,
-				  e) != EVAL_LOST;
+		ok = decide_batch_one(&r, &b.items[i], wfs[i], e) !=
+		     DECIDE_LOST;
 	if (redo) { /* at once, each evaluation apart */
 		db_rollback(dl->db);
 		dl->guarded = true;
-		dl->system_enqueued = false;
-		json_object_clear(queues);
 	}
-	if (ok && !redo && json_object_size(queues)) {
+	if (ok && !redo && json_object_size(r.queues)) {
 		/* Other replicas' polls: one notification for the whole
 		 * batch, delivered at its commit. */
-		ok = queue_signal_send(dl->db, queues, e);
+		ok = queue_signal_send(dl->db, r.queues, e);
 	}
 	ok = ok && !redo && db_commit(dl->db, e);
-	if (ok)
-		metric_add(dl->m_decisions, dl->decisions);
-	dl->decisions = 0;
-	if (ok && dl->system_enqueued) /* this process's runner looks now */
-		systasks_wake();
-	dl->system_enqueued = false;
-	if (!ok && !redo)
+	if (ok) {
+		metric_add(dl->m_decisions, r.decisions);
+		decide_run_signal(&r);
+	} else if (!redo) {
 		db_rollback(dl->db);
-	else if (ok)
-		queue_signal_local(queues); /* parked polls here */
+	}
 
 	for (size_t i = 0; i < b.n; i++) {
 		defcache_release(&defs[i]);
 		json_decref(refs[i]);
 	}
 	free(defs);
+	free(wfs);
 	free(refs);
-	json_decref(queues);
-	json_decref(touched);
+	bool left_queued = r.left_queued;
+	decide_run_free(&r);
 	bool full = b.n == (size_t)dl->opts.batch_size;
 	bool share = full || b.n >= SHARE_AT;
 	dl->backlog = share;
@@ -563,8 +202,7 @@ run_batch(struct decide_loop *dl, struct err *e)
 	 * queued by another replica, is that replica's deciders' or found at
 	 * the next idle look.  An empty claim after every batch cost a
 	 * transaction per batch under a steady load. */
-	bool more = redo || dl->left_queued || full;
-	dl->left_queued = false;
+	bool more = redo || left_queued || full;
 	if (!ok && !redo)
 		return LOOP_ERROR;
 	if (share) { /* a backlog: a resting loop shares it */

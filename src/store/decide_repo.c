@@ -813,7 +813,7 @@ lock_executions(struct db *db, const struct decide_item *items, size_t n,
 
 bool
 decide_apply_batch(struct db *db, struct decide_item *items, size_t n,
-		   const json_t *dequeue, struct err *e)
+		   const json_t *dequeue, bool lock, struct err *e)
 {
 	struct write_params first, joins;
 	params_init(&first);
@@ -833,7 +833,7 @@ decide_apply_batch(struct db *db, struct decide_item *items, size_t n,
 		sb_printf(&dq, "%s%s", k ? "," : "", json_string_value(id));
 	sb_putc(&dq, '}');
 	json_t *applied = json_array();
-	if (ok && n)
+	if (ok && n && lock)
 		ok = lock_executions(db, items, n, e);
 	if (ok && (n || json_array_size(dequeue)))
 		ok = run_write(db, &first, sb_str(&dq), applied, e);
@@ -899,7 +899,7 @@ decide_apply(struct db *db, const struct loaded_execution *x,
 {
 	struct decide_item it = {.x = x, .rows = *rows};
 	json_t *none = json_array();
-	bool ok = decide_apply_batch(db, &it, 1, none, e);
+	bool ok = decide_apply_batch(db, &it, 1, none, true, e);
 	json_decref(none);
 	*applied = ok && it.applied;
 	return ok;

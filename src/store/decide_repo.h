@@ -157,7 +157,9 @@ struct decide_item {
  * nothing of it is written) when its execution changed since.  Removes the
  * "DecideQueues" row of each applied workflow, and that of each workflow
  * in `dequeue` (a JSON array of ids whose evaluation changed nothing).
- * The executions' row locks are taken in the order of items.  Rows whose
+ * The executions' row locks are taken first, in the order of items
+ * (decide_lock_executions), unless lock is false: executions created in
+ * this transaction, which no other transaction can see.  Rows whose
  * output is built from other rows ("joinFork") take a second statement,
  * for the items that have any.  Large payloads are offloaded first
  * (payload_repo.h).  Fails whole: the caller rolls back.
@@ -169,7 +171,7 @@ struct decide_item {
  * second). */
 bool decide_warm(struct db *db, struct err *e);
 bool decide_apply_batch(struct db *db, struct decide_item *items, size_t n,
-			const json_t *dequeue, struct err *e);
+			const json_t *dequeue, bool lock, struct err *e);
 
 /* decide_apply_batch of one decision. */
 bool decide_apply(struct db *db, const struct loaded_execution *x,

@@ -754,7 +754,8 @@ Test(batch, decisions_are_written_together_each_under_its_version_guard)
 	}
 	cr_assert_eq(n, 3);
 	struct err e = ERR_INIT;
-	cr_assert(decide_apply_batch(D, items, n, dequeue, &e), "%s", e.msg);
+	cr_assert(decide_apply_batch(D, items, n, dequeue, true, &e), "%s",
+		  e.msg);
 	json_decref(dequeue);
 	for (size_t i = 0; i < n; i++) {
 		cr_assert_eq(items[i].applied,
@@ -835,7 +836,7 @@ evaluate_batch_of(int limit)
 						false};
 	}
 	json_t *none = json_array();
-	cr_assert(decide_apply_batch(D, items, n, none, &e), "%s", e.msg);
+	cr_assert(decide_apply_batch(D, items, n, none, true, &e), "%s", e.msg);
 	json_decref(none);
 	for (size_t i = 0; i < n; i++) {
 		cr_assert(items[i].applied, "workflow %s", items[i].x->id);
