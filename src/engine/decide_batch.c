@@ -311,8 +311,8 @@ decide_batch_run(struct decide_run *r, const struct decide_batch *b,
 			at[n++] = i;
 		}
 	}
-	ok = ok && decide_apply_batch(r->db, items, n, dequeue, !r->own_rows,
-				      &we);
+	ok = ok &&
+	     decide_apply_batch(r->db, items, n, dequeue, !r->own_rows, &we);
 	for (size_t k = 0; ok && k < n; k++) {
 		if (!items[k].applied) {
 			/* the version changed: evaluated again */

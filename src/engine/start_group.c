@@ -1,10 +1,18 @@
 #include "engine/start_group.h"
 
+#include "engine/decide_batch.h"
+#include "engine/decide_loop.h"
+#include "engine/queue_signal.h"
 #include "runtime/log.h"
 #include "runtime/metrics.h"
+#include "store/db.h"
+#include "store/decide_repo.h"
 #include "store/executions_repo.h"
+#include "util/mem.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,10 +31,12 @@ enum { BUSY_NS = 1000000, LINGER_NS = 500000 };
 /* A caller's start, queued until a leader writes it. */
 struct job {
 	const struct exec_start *s;
+	const struct start_first *first; /* NULL: the deciders decide it */
 	struct job *next;
 	bool done;
 	/* How it went, once done: */
 	bool alone;     /* its group's statement failed: its caller writes it */
+	bool decided;   /* its first step was written with it */
 	struct err err; /* a group of one that failed: why */
 	struct exec_started out;
 };
@@ -37,8 +47,12 @@ static struct job *head, **tail = &head; /* waiting, oldest first */
 static bool writing;                     /* a leader is writing a group */
 static struct timespec last_end;         /* when the last write ended */
 
+static atomic_bool decides = true;
+static atomic_int retry_budget = 600;
+
 static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
-static struct metric *m_writes, *m_starts, *m_waiting;
+static struct metric *m_writes, *m_starts, *m_waiting, *m_decided, *m_decisions,
+	*m_decide_failed;
 
 static void
 register_metrics(void)
@@ -52,6 +66,125 @@ register_metrics(void)
 	m_waiting = metric_register(
 		METRIC_GAUGE, "nodeflow_start_group_waiting", "",
 		"Workflow starts waiting for the write in progress to end.");
+	m_decided = metric_register(
+		METRIC_COUNTER, "nodeflow_start_decided_total", "",
+		"Workflow starts whose first step was decided and written in "
+		"their own transaction.");
+	m_decide_failed = metric_register(
+		METRIC_COUNTER, "nodeflow_start_decide_failures_total", "",
+		"Groups of starts whose first steps could not be decided with "
+		"them (written without, for the deciders).");
+	m_decisions =
+		metric_register(METRIC_COUNTER, "nodeflow_decisions_total", "",
+				"Workflow evaluations applied");
+}
+
+/* What a fresh execution looks like to the decider: what decide_claim
+ * would load of it, with no task yet. */
+static void
+fresh_execution(struct loaded_execution *x, const struct exec_start *s,
+		const struct start_first *f, const struct exec_started *o)
+{
+	*x = (struct loaded_execution){.version = 0, .priority = s->priority};
+	memcpy(x->id, o->id, sizeof(x->id));
+	snprintf(x->ns_id, sizeof(x->ns_id), "%s", s->ns_id);
+	x->ns_name = xstrdup(o->ns_name);
+	x->status = xstrdup("RUNNING");
+	x->def_name = xstrdup(s->def_name);
+	x->def_version = s->def_version;
+	x->input = json_incref((json_t *)f->input);
+	x->variables = json_incref((json_t *)f->variables);
+	x->correlation_id =
+		s->correlation_id ? xstrdup(s->correlation_id) : NULL;
+	x->started_at = xstrdup(o->started_at);
+}
+
+enum group_write {
+	GROUP_WRITTEN,   /* with what could be decided */
+	GROUP_REFUSED,   /* the starts' statement failed: e says why */
+	GROUP_UNDECIDED, /* the decisions failed: nothing was written */
+};
+
+/*
+ * The group's starts and the first steps of those created with a
+ * definition to decide from, in one transaction: the decide loop's batch
+ * (decide_batch.h) on executions nobody else can see yet, whose
+ * "DecideQueues" rows the write removes again.  A decision that leaves
+ * its workflow queued (a task it wrote finished unseen) wakes the
+ * deciders.
+ */
+static enum group_write
+write_deciding(struct db *db, struct job *const *jobs,
+	       const struct exec_start *const *s, size_t n,
+	       struct exec_started *out, struct err *e)
+{
+	if (!db_begin(db, e))
+		return GROUP_REFUSED;
+	if (!exec_start_many(db, s, n, out, e)) {
+		db_rollback(db);
+		return GROUP_REFUSED;
+	}
+	struct decide_batch b = {xcalloc(n, sizeof(*b.items)), 0};
+	const struct wf_def *wfs[START_GROUP_MAX];
+	size_t at[START_GROUP_MAX];
+	for (size_t i = 0; i < n; i++) {
+		if (!out[i].created || !jobs[i]->first || !out[i].ns_name[0])
+			continue;
+		fresh_execution(&b.items[b.n], s[i], jobs[i]->first, &out[i]);
+		wfs[b.n] = jobs[i]->first->wf;
+		at[b.n++] = i;
+	}
+	struct decide_run r;
+	decide_run_init(&r, db, atomic_load(&retry_budget));
+	r.own_rows = true;
+	bool ok = decide_batch_run(&r, &b, wfs) == DECIDE_OK;
+	if (!ok)
+		err_set(e, ERR_INTERNAL, "a first step was not decided");
+	if (ok && json_object_size(r.queues))
+		ok = queue_signal_send(db, r.queues, e);
+	ok = ok && db_commit(db, e);
+	if (ok) {
+		for (size_t k = 0; k < b.n; k++)
+			jobs[at[k]]->decided = true;
+		metric_add(m_decided, (long long)b.n);
+		metric_add(m_decisions, r.decisions);
+		decide_run_signal(&r);
+		if (r.left_queued)
+			decide_loop_wake();
+	} else {
+		db_rollback(db);
+	}
+	decide_run_free(&r);
+	decide_batch_free(&b);
+	return ok ? GROUP_WRITTEN : GROUP_UNDECIDED;
+}
+
+/* The group's starts, their first steps decided with them when they can
+ * be: a group whose decisions fail is written without them. */
+static bool
+write_group(struct db *db, struct job *const *jobs,
+	    const struct exec_start *const *s, size_t n,
+	    struct exec_started *out, struct err *e)
+{
+	bool any = false;
+	for (size_t i = 0; i < n && !any; i++)
+		any = jobs[i]->first != NULL;
+	if (any && atomic_load(&decides)) {
+		switch (write_deciding(db, jobs, s, n, out, e)) {
+		case GROUP_WRITTEN: return true;
+		case GROUP_REFUSED: return false;
+		case GROUP_UNDECIDED:
+			metric_add(m_decide_failed, 1);
+			log_warn("start",
+				 "the first steps of a group of %zu starts "
+				 "were not decided (%s): the deciders decide "
+				 "them",
+				 n, e->msg);
+			*e = (struct err)ERR_INIT;
+			break;
+		}
+	}
+	return exec_start_many(db, s, n, out, e);
 }
 
 static long long
@@ -94,7 +227,7 @@ lead(struct db *db)
 
 	struct exec_started out[START_GROUP_MAX];
 	struct err e = ERR_INIT;
-	bool ok = exec_start_many(db, s, n, out, &e);
+	bool ok = write_group(db, batch, s, n, out, &e);
 	if (!ok && n > 1)
 		log_warn("start",
 			 "a group of %zu starts was refused (%s): each is "
@@ -121,16 +254,20 @@ lead(struct db *db)
 }
 
 void
-start_group_init(void)
+start_group_init(bool decide_first, int retry_budget_per_minute)
 {
 	pthread_once(&metrics_once, register_metrics);
+	atomic_store(&decides, decide_first);
+	atomic_store(&retry_budget, retry_budget_per_minute);
 }
 
 bool
-start_group_write(struct db *db, const struct exec_start *s, char id_out[37],
-		  bool *created, struct err *e)
+start_group_write(struct db *db, const struct exec_start *s,
+		  const struct start_first *first, char id_out[37],
+		  bool *created, bool *decided, struct err *e)
 {
-	start_group_init();
+	pthread_once(&metrics_once, register_metrics);
+	*decided = false;
 	/* A large input goes to the payload store first, on this caller's
 	 * connection; too large a one is refused before anything waits. */
 	struct exec_start x;
@@ -138,7 +275,7 @@ start_group_write(struct db *db, const struct exec_start *s, char id_out[37],
 	if (!exec_start_offload(db, s, &x, &stored, ref, e))
 		return false;
 
-	struct job j = {.s = &x, .err = ERR_INIT};
+	struct job j = {.s = &x, .first = first, .err = ERR_INIT};
 	pthread_mutex_lock(&lock);
 	*tail = &j;
 	tail = &j.next;
@@ -159,6 +296,7 @@ start_group_write(struct db *db, const struct exec_start *s, char id_out[37],
 		ok = false;
 	} else {
 		*created = j.out.created;
+		*decided = j.decided;
 		if (*created)
 			memcpy(id_out, j.out.id, sizeof(j.out.id));
 		ok = *created || exec_start_existing(db, &x, id_out, e);

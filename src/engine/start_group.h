@@ -14,6 +14,13 @@
  * arriving back to back) first waits half a millisecond for the starts on
  * their way.
  *
+ * A start that brings its definition (struct start_first) has its first
+ * step decided in the same transaction (decide_batch.h), so its first
+ * tasks are queued at its commit without a decider's transaction of
+ * their own; a group whose decisions fail is written without them and
+ * left to the deciders, as is every start when deciding at start is off
+ * (start_group_init).
+ *
  * Threads: any; a caller blocks until its start is written, as it would on
  * its own statement.  Ownership: s is borrowed until the call returns.
  * Failure: false with e set.  When a group's statement fails, each of its
@@ -25,20 +32,36 @@
 
 #include "util/err.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 
 struct db;
 struct exec_start;
+struct wf_def;
 
 enum { START_GROUP_MAX = 64 };
 
-/* Registers the group's metrics (the first write does it otherwise). */
-void start_group_init(void);
+/* What deciding a start's first step reads besides the start: the
+ * workflow's definition, and its input (inputTemplate applied) and
+ * variables as JSON.  Borrowed until start_group_write returns. */
+struct start_first {
+	const struct wf_def *wf;
+	const json_t *input;
+	const json_t *variables;
+};
+
+/* Registers the group's metrics (the first write does it otherwise) and
+ * says whether starts decide their first step (the default) and the retry
+ * budget their evaluations keep to (decide_loop_opts'). */
+void start_group_init(bool decide_first, int retry_budget_per_minute);
 
 /* Writes s (store's exec_start contract: *created false and id_out the
  * owner's id when its idempotency key was taken) using db, the caller's
- * connection, for whatever it writes itself. */
+ * connection, for whatever it writes itself.  With first, the first step
+ * may be decided with it: *decided says whether it was (if not, the
+ * caller wakes the deciders). */
 bool start_group_write(struct db *db, const struct exec_start *s,
-		       char id_out[37], bool *created, struct err *e);
+		       const struct start_first *first, char id_out[37],
+		       bool *created, bool *decided, struct err *e);
 
 #endif

@@ -40,7 +40,6 @@ workflow_start(struct db *db, const char *ns_id, const struct start_request *r,
 	}
 	char *input_text = json_db_text(input);
 	char *vars_text = json_db_text(wf->variables);
-	json_decref(input);
 
 	struct exec_start s = {
 		.ns_id = ns_id,
@@ -58,7 +57,11 @@ workflow_start(struct db *db, const char *ns_id, const struct start_request *r,
 					  ? "ALERT_ONLY"
 					  : "TIME_OUT_WF",
 	};
-	bool ok = start_group_write(db, &s, id_out, created, e);
+	struct start_first first = {wf, input, wf->variables};
+	bool decided;
+	bool ok =
+		start_group_write(db, &s, &first, id_out, created, &decided, e);
+	json_decref(input);
 	free(input_text);
 	free(vars_text);
 	defcache_release(&def);
@@ -70,7 +73,7 @@ workflow_start(struct db *db, const char *ns_id, const struct start_request *r,
 			r->idempotency_key, id_out);
 		return false;
 	}
-	if (*created)
+	if (*created && !decided)
 		decide_loop_wake();
 	return true;
 }

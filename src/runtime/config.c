@@ -122,6 +122,9 @@ static const struct config_def defs[] = {
 	INT("decider-interval-ms", "NODEFLOW_DECIDER_INTERVAL_MS", "200", 10,
 	    600000, decider_interval_ms,
 	    "how often an idle decider looks for work nobody woke it for"),
+	INT("start-decides", "NODEFLOW_START_DECIDES", "1", 0, 1, start_decides,
+	    "1: a start decides its workflow's first step in its own "
+	    "transaction; 0: the deciders do, after it"),
 	INT("retry-budget-per-minute", "NODEFLOW_RETRY_BUDGET_PER_MINUTE",
 	    "600", 1, 1000000, retry_budget_per_minute,
 	    "retries of one task definition per minute before further retries "

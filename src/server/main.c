@@ -39,6 +39,7 @@
 #include "runtime/loop.h"
 #include "runtime/signals.h"
 #include "store/db.h"
+#include "store/decide_repo.h"
 #include "store/executions_repo.h"
 #include "store/migrate.h"
 #include "store/payload_repo.h"
@@ -404,7 +405,8 @@ static void
 warm_connection(struct db *db)
 {
 	struct err e = ERR_INIT;
-	if (!exec_warm(db, &e) || !queue_warm(db, &e))
+	/* decide_warm: a start decides its first step on this connection */
+	if (!exec_warm(db, &e) || !queue_warm(db, &e) || !decide_warm(db, &e))
 		log_warn("server", "could not warm a pooled connection: %s",
 			 e.msg);
 }
@@ -482,7 +484,8 @@ cmd_serve(struct command_line *cl)
 	workers_set_semaphore_default_permits(
 		(int)cfg->semaphore_default_permits);
 	if (has_role(cfg->roles, "api")) {
-		start_group_init();
+		start_group_init(cfg->start_decides != 0,
+				 (int)cfg->retry_budget_per_minute);
 		struct http_server_opts o = {
 			.listen = cfg->listen,
 			.threads = (int)cfg->http_threads,

@@ -24,7 +24,8 @@
  * batch with the same idempotency key: the first in the array takes it
  * (ON CONFLICT DO NOTHING skips a row that conflicts with one the same
  * statement inserted), the other is not written.  The answer: the array
- * positions written, with their ids.
+ * positions written, with their ids, "startedAt" and namespace's name
+ * (what deciding the first step in the same transaction needs).
  */
 DB_STMT(exec_start_many_stmt,
 	"WITH src AS MATERIALIZED (SELECT r.\"ord\", uuidv7() AS \"id\","
@@ -66,7 +67,8 @@ DB_STMT(exec_start_many_stmt,
 	"   'policy', go.\"e\"->>'policy')"
 	"   FROM w JOIN go ON go.\"id\" = w.\"id\""
 	"   WHERE (go.\"e\"->>'timeout')::bigint > 0)"
-	" SELECT \"ord\"::int, \"id\"::text FROM go");
+	" SELECT go.\"ord\"::int, go.\"id\"::text, go.\"at\"::text, n.\"name\""
+	" FROM go JOIN \"Namespaces\" n ON n.\"id\" = go.\"ns\"");
 
 /* A JSON string member (the key and its value through the jsonb funnel),
  * or nothing when value is NULL. */
@@ -108,7 +110,7 @@ exec_start_many(struct db *db, const struct exec_start *const *s, size_t n,
 		put_str(&sb, "parentTaskId", x->parent_task_id);
 		put_str(&sb, "inputRef", x->input_ref);
 		sb_putc(&sb, '}');
-		out[i] = (struct exec_started){"", false};
+		out[i] = (struct exec_started){0};
 	}
 	sb_putc(&sb, ']');
 	const char *params[] = {sb_str(&sb)};
@@ -120,9 +122,15 @@ exec_start_many(struct db *db, const struct exec_start *const *s, size_t n,
 		long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
 		if (ord < 1 || (size_t)ord > n)
 			continue;
-		out[ord - 1].created = true;
-		snprintf(out[ord - 1].id, sizeof(out[ord - 1].id), "%s",
-			 PQgetvalue(res, r, 1));
+		struct exec_started *o = &out[ord - 1];
+		o->created = true;
+		snprintf(o->id, sizeof(o->id), "%s", PQgetvalue(res, r, 1));
+		snprintf(o->started_at, sizeof(o->started_at), "%s",
+			 PQgetvalue(res, r, 2));
+		/* Longer than any the API accepts: left empty. */
+		if ((size_t)PQgetlength(res, r, 3) < sizeof(o->ns_name))
+			memcpy(o->ns_name, PQgetvalue(res, r, 3),
+			       (size_t)PQgetlength(res, r, 3) + 1);
 	}
 	PQclear(res);
 	return true;

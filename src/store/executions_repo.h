@@ -57,6 +57,8 @@ struct exec_start {
 struct exec_started {
 	char id[37];
 	bool created;
+	char started_at[48]; /* "startedAt" as text */
+	char ns_name[64];    /* the namespace's name ("" if longer) */
 };
 bool exec_start_many(struct db *db, const struct exec_start *const *s, size_t n,
 		     struct exec_started *out, struct err *e);

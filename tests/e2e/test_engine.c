@@ -990,7 +990,8 @@ Test(workers, a_task_wakes_one_parked_poll_not_all)
  * the first's; its polls are woken by the notification alone. */
 Test(workers, a_task_wakes_one_poll_parked_on_another_replica)
 {
-	const char *api_only[] = {"--roles", "api", NULL};
+	const char *api_only[] = {"--roles", "api", "--start-decides", "0",
+				  NULL};
 	e2e_open();
 	e2e_serve(NULL);
 	e2e_serve(api_only);
@@ -1136,7 +1137,8 @@ Test(workers,
 
 /*
  * A replica that runs no decider (--roles api) tells the others' deciders
- * of what it enqueues for them: a start there, and then its task's result,
+ * of what it enqueues for them: a start there (one that leaves its first
+ * step to the deciders, --start-decides 0), and then its task's result,
  * are decided within the test's deadline although the engine replica looks
  * on its own only once a minute (--decider-interval-ms), so only the
  * decide signal can have woken it.
@@ -1144,7 +1146,8 @@ Test(workers,
 Test(workers, an_api_only_replica_wakes_another_replicas_decider)
 {
 	const char *engine[] = {"--decider-interval-ms", "60000", NULL};
-	const char *api_only[] = {"--roles", "api", NULL};
+	const char *api_only[] = {"--roles", "api", "--start-decides", "0",
+				  NULL};
 	e2e_open();
 	e2e_serve(engine);
 	e2e_serve(api_only);
@@ -1185,13 +1188,15 @@ hold_the_turn(void)
  * it through its batch), both replicas' deciders wait for it rather than
  * each claiming its own start; once it is free, the first to get it
  * claims both starts in one batch (their task rows share a transaction)
- * and the other finds nothing left.
+ * and the other finds nothing left.  The starts leave their first steps
+ * to the deciders (--start-decides 0).
  */
 Test(workers, deciders_of_replicas_claim_a_short_queue_in_turns)
 {
+	const char *flags[] = {"--start-decides", "0", NULL};
 	e2e_open();
-	e2e_serve(NULL);
-	e2e_serve(NULL);
+	e2e_serve(flags);
+	e2e_serve(flags);
 	put_task_def("turns", 0, 300);
 	put_one_task_workflow("turn", "turns");
 	PGconn *holder = hold_the_turn();
@@ -1226,12 +1231,13 @@ Test(workers, deciders_of_replicas_claim_a_short_queue_in_turns)
 /*
  * A turn held past the deciders' wait (a decider stuck mid-batch on a
  * replica cut off from the database) holds nothing up for long: the
- * decider claims without turns, says so, and the start is decided while
- * the turn is still held.
+ * decider claims without turns, says so, and the start (one that leaves
+ * its first step to the deciders) is decided while the turn is still held.
  */
 Test(workers, a_turn_held_too_long_is_passed_over)
 {
-	e2e_start(NULL);
+	const char *flags[] = {"--start-decides", "0", NULL};
+	e2e_start(flags);
 	put_task_def("stuck", 0, 300);
 	put_one_task_workflow("stuckturn", "stuck");
 	PGconn *holder = hold_the_turn();
@@ -1633,6 +1639,308 @@ Test(starts, a_refused_start_fails_only_its_own_request)
 	cr_assert(strstr(e2e_log(), "was refused"), "%s", e2e_log());
 }
 
+/*
+ * A start decides its workflow's first step in its own transaction: when
+ * its answer comes, the first task is queued, and the execution's row, its
+ * task, the task's queue row and every event share the start's
+ * transaction; no evaluation is left queued for the deciders.
+ */
+Test(starts, a_start_decides_its_first_step_in_its_own_transaction)
+{
+	e2e_start(NULL);
+	put_task_def("fs", 0, 60);
+	put_one_task_workflow("fsw", "fs");
+	long long decided = e2e_metric("nodeflow_start_decided_total");
+	char id[37];
+	e2e_start_workflow("fsw", json_pack("{s:i}", "n", 5), id);
+	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided, 1);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\" q"
+				 " JOIN \"TaskExecutions\" t ON t.\"id\" ="
+				 " q.\"taskId\" WHERE t.\"workflowId\" ="
+				 " $1::uuid AND t.\"refName\" = 'only'"
+				 " AND t.\"input\" = '{\"n\":5}'",
+				 id),
+		     1, "the first task was not queued with its start");
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"DecideQueues\"", NULL),
+		     0);
+	cr_assert_eq(e2e_sql_int("SELECT count(DISTINCT \"xmin\"::text) FROM"
+				 " (SELECT \"xmin\" FROM \"WorkflowExecutions\""
+				 " WHERE \"id\" = $1::uuid UNION ALL"
+				 " SELECT \"xmin\" FROM \"TaskExecutions\""
+				 " WHERE \"workflowId\" = $1::uuid UNION ALL"
+				 " SELECT q.\"xmin\" FROM \"TaskQueues\" q"
+				 " JOIN \"TaskExecutions\" t ON t.\"id\" ="
+				 " q.\"taskId\" WHERE t.\"workflowId\" ="
+				 " $1::uuid UNION ALL"
+				 " SELECT \"xmin\" FROM \"WorkflowEvents\""
+				 " WHERE \"workflowId\" = $1::uuid) r",
+				 id),
+		     1, "the start and its first step are two transactions");
+	cr_assert_eq(
+		e2e_sql_int("SELECT \"eventSeq\" FROM"
+			    " \"WorkflowExecutions\" WHERE \"id\" = $1::uuid",
+			    id),
+		e2e_sql_int("SELECT max(\"seq\") FROM \"WorkflowEvents\""
+			    " WHERE \"workflowId\" = $1::uuid",
+			    id));
+	json_t *t = poll_one("fs", "w1", DECIDE_TIMEOUT_MS);
+	cr_assert_str_eq(e2e_str_at(t, "workflowId"), id);
+	cr_assert_eq(complete("fs", e2e_str_at(t, "id"), "w1",
+			      json_pack("{s:b}", "ok", 1)),
+		     200, "%s", e2e_last_body);
+	json_decref(t);
+	json_decref(e2e_wait_status(id, "COMPLETED", DECIDE_TIMEOUT_MS));
+}
+
+/* query with every "$W" replaced by id (a UUID the server gave). */
+static char *
+for_workflow(const char *query, const char *id)
+{
+	size_t n = strlen(query) + 1;
+	for (const char *p = query; (p = strstr(p, "$W")); p += 2)
+		n += 34;
+	char *out = malloc(n), *o = out;
+	cr_assert_not_null(out);
+	for (const char *p = query; *p;) {
+		if (p[0] == '$' && p[1] == 'W') {
+			o += sprintf(o, "%s", id);
+			p += 2;
+		} else {
+			*o++ = *p++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* The rows of workflow a that differ from those of workflow b, or b's
+ * from a's, by what query (a SELECT over the workflow $W) returns for
+ * each. */
+static long long
+rows_differing(const char *query, const char *a, const char *b)
+{
+	char *qa = for_workflow(query, a), *qb = for_workflow(query, b);
+	char sql[8192];
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM ((%s EXCEPT ALL %s)"
+		 " UNION ALL (%s EXCEPT ALL %s)) d",
+		 qa, qb, qb, qa);
+	free(qa);
+	free(qb);
+	return e2e_sql_int(sql, NULL);
+}
+
+/*
+ * A first step decided at start is the one the deciders would have
+ * decided: the same workflow started on a replica that decides at start
+ * and on one that leaves it to the deciders (--start-decides 0) has the
+ * same tasks (operators run, a fork's branches queued with their inputs),
+ * queue rows, timers, events in the same order, counters and variables.
+ */
+Test(starts, a_first_step_decided_at_start_is_the_deciders_first_step)
+{
+	const char *deciders[] = {"--start-decides", "0", NULL};
+	e2e_open();
+	e2e_serve(NULL);
+	e2e_serve(deciders);
+	e2e_call_ok("PUT", NS "/task-definitions/tw_left",
+		    "{\"name\":\"tw_left\",\"pollTimeoutSeconds\":300,"
+		    "\"responseTimeoutSeconds\":60}",
+		    201);
+	put_task_def("tw_right", 0, 60);
+	put_task_def("tw_after", 0, 60);
+	e2e_call_ok(
+		"POST", NS "/workflow-definitions",
+		"{\"name\":\"twin\",\"version\":1,\"timeoutSeconds\":600,"
+		"\"variables\":{\"greeting\":\"hi\"},\"tasks\":["
+		"{\"name\":\"remember\",\"taskReferenceName\":\"remember\","
+		"\"type\":\"SET_VARIABLE\","
+		"\"inputParameters\":{\"who\":\"${workflow.input.who}\"}},"
+		"{\"name\":\"route\",\"taskReferenceName\":\"route\","
+		"\"type\":\"SWITCH\",\"evaluatorType\":\"value-param\","
+		"\"expression\":\"kind\","
+		"\"inputParameters\":{\"kind\":\"${workflow.input.kind}\"},"
+		"\"decisionCases\":{\"both\":["
+		"{\"name\":\"fork\",\"taskReferenceName\":\"fork\","
+		"\"type\":\"FORK_JOIN\",\"forkTasks\":["
+		"[{\"name\":\"tw_left\",\"taskReferenceName\":\"left\","
+		"\"type\":\"SIMPLE\",\"inputParameters\":{\"who\":"
+		"\"${workflow.variables.who}\",\"n\":\"${workflow.input.n}\"}}],"
+		"[{\"name\":\"tw_right\",\"taskReferenceName\":\"right\","
+		"\"type\":\"SIMPLE\",\"inputParameters\":{\"case\":"
+		"\"${route.output.selectedCase}\"}}]]},"
+		"{\"name\":\"join\",\"taskReferenceName\":\"join\","
+		"\"type\":\"JOIN\",\"joinOn\":[\"left\",\"right\"]}]},"
+		"\"defaultCase\":[]},"
+		"{\"name\":\"tw_after\",\"taskReferenceName\":\"after\","
+		"\"type\":\"SIMPLE\"}]}",
+		201);
+	char a[37], b[37];
+	e2e_use(0);
+	e2e_start_workflow("twin",
+			   json_pack("{s:s,s:s,s:i}", "who", "ada", "kind",
+				     "both", "n", 3),
+			   a);
+	e2e_use(1);
+	e2e_start_workflow("twin",
+			   json_pack("{s:s,s:s,s:i}", "who", "ada", "kind",
+				     "both", "n", 3),
+			   b);
+	e2e_use(0);
+	struct sql_probe settled = {"SELECT count(*) FROM \"TaskQueues\"", 4,
+				    0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &settled),
+		  "%lld of 4 branch tasks queued", settled.seen);
+	struct sql_probe decided = {"SELECT 1 - count(*) FROM \"DecideQueues\"",
+				    1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &decided),
+		  "an evaluation is still queued");
+
+	long long tasks = e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				      " WHERE \"workflowId\" = $1::uuid",
+				      a);
+	cr_assert_eq(tasks, 6, "remember, route, fork, left, right, join");
+	cr_assert_eq(
+		rows_differing(
+			"SELECT \"refName\", \"taskDefName\", \"taskType\","
+			" \"iteration\", \"attempt\", \"status\", \"input\","
+			" \"output\", \"queueName\", \"forkRef\","
+			" \"reasonForIncompletion\", \"deciderSeenAt\" IS NULL,"
+			" \"startedAt\" IS NULL, \"endedAt\" IS NULL"
+			" FROM \"TaskExecutions\" WHERE \"workflowId\" ="
+			" '$W'::uuid",
+			a, b),
+		0, "the tasks differ");
+	cr_assert_eq(rows_differing("SELECT q.\"queueName\", q.\"taskType\","
+				    " q.\"priority\", t.\"refName\""
+				    " FROM \"TaskQueues\" q JOIN"
+				    " \"TaskExecutions\" t ON t.\"id\" ="
+				    " q.\"taskId\" WHERE t.\"workflowId\" ="
+				    " '$W'::uuid",
+				    a, b),
+		     0, "the queue rows differ");
+	cr_assert_eq(rows_differing("SELECT tm.\"kind\", tm.\"payload\","
+				    " t.\"refName\" FROM \"Timers\" tm LEFT"
+				    " JOIN \"TaskExecutions\" t ON t.\"id\" ="
+				    " tm.\"taskId\" WHERE tm.\"workflowId\" ="
+				    " '$W'::uuid",
+				    a, b),
+		     0, "the timers differ");
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"Timers\" WHERE"
+				 " \"workflowId\" = $1::uuid",
+				 a),
+		     2, "the workflow's timeout and left's scheduleToStart");
+	cr_assert_eq(rows_differing("SELECT v.\"seq\", v.\"type\","
+				    " t.\"refName\", v.\"data\" - 'taskId'"
+				    " FROM \"WorkflowEvents\" v LEFT JOIN"
+				    " \"TaskExecutions\" t ON t.\"id\" ="
+				    " v.\"taskId\" WHERE v.\"workflowId\" ="
+				    " '$W'::uuid",
+				    a, b),
+		     0, "the histories differ");
+	cr_assert_eq(rows_differing("SELECT \"status\", \"version\","
+				    " \"eventSeq\", \"variables\", \"output\""
+				    " FROM \"WorkflowExecutions\" WHERE"
+				    " \"id\" = '$W'::uuid",
+				    a, b),
+		     0, "the executions differ");
+	cr_assert_eq(
+		e2e_sql_int("SELECT \"eventSeq\" FROM"
+			    " \"WorkflowExecutions\" WHERE \"id\" = $1::uuid",
+			    a),
+		e2e_sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+			    " WHERE \"workflowId\" = $1::uuid",
+			    a));
+	cr_assert_eq(e2e_metric("nodeflow_start_decided_total"), 1);
+	e2e_use(1);
+	cr_assert_eq(e2e_metric("nodeflow_start_decided_total"), 0);
+	e2e_use(0);
+}
+
+/*
+ * A first step the database refuses (a trigger refuses one workflow's
+ * task) fails no start: the group is written without its decisions, for
+ * the deciders, which postpone the refused one and decide it once it is
+ * accepted; another start is decided at start meanwhile.
+ */
+Test(starts, a_start_whose_first_step_is_refused_is_left_to_the_deciders)
+{
+	e2e_start(NULL);
+	put_task_def("rf", 0, 60);
+	put_one_task_workflow("rfw", "rf");
+	th_exec(e2e_sql(), "CREATE FUNCTION \"test_refuse\"() RETURNS trigger"
+			   " LANGUAGE plpgsql AS $$ BEGIN"
+			   " IF NEW.\"input\"->>'n' = '3' THEN"
+			   "   RAISE EXCEPTION 'refused by the test';"
+			   " END IF; RETURN NEW; END $$");
+	th_exec(e2e_sql(), "CREATE TRIGGER \"test_refuse\" BEFORE INSERT ON"
+			   " \"TaskExecutions\" FOR EACH ROW"
+			   " EXECUTE FUNCTION \"test_refuse\"()");
+	long long failed = e2e_metric("nodeflow_start_decide_failures_total");
+	long long decided = e2e_metric("nodeflow_start_decided_total");
+	char refused[37], other[37];
+	e2e_start_workflow("rfw", json_pack("{s:i}", "n", 3), refused);
+	cr_assert_eq(
+		e2e_metric("nodeflow_start_decide_failures_total") - failed, 1);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+				 " WHERE \"id\" = $1::uuid AND \"status\" ="
+				 " 'RUNNING'",
+				 refused),
+		     1, "the start was not written");
+	cr_assert(strstr(e2e_log(), "were not decided"), "%s", e2e_log());
+	struct sql_probe postponed = {
+		"SELECT count(*) FROM \"DecideQueues\" WHERE \"reason\" ="
+		" 'failed' AND \"enqueuedAt\" > now()",
+		1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &postponed),
+		  "the deciders did not postpone the refused evaluation");
+	e2e_start_workflow("rfw", json_pack("{s:i}", "n", 4), other);
+	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided, 1);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"workflowId\" = $1::uuid",
+				 other),
+		     1);
+	/* Replaced, not dropped: see a_refused_decision_does_not_hold_back_
+	 * its_batch. */
+	th_exec(e2e_sql(), "CREATE OR REPLACE FUNCTION \"test_refuse\"()"
+			   " RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+			   " RETURN NEW; END $$");
+	struct sql_probe both = {"SELECT count(*) FROM \"TaskQueues\"", 2, 0};
+	cr_assert(th_wait_until(30000, sql_reaches, &both),
+		  "%lld of 2 tasks queued", both.seen);
+}
+
+/*
+ * A replica that runs no decider (--roles api) decides its starts' first
+ * steps itself: the task is queued when the start is answered, and no
+ * decide signal was needed for it.
+ */
+Test(starts, an_api_only_replica_decides_its_starts_first_steps)
+{
+	const char *engine[] = {"--decider-interval-ms", "60000", NULL};
+	const char *api_only[] = {"--roles", "api", NULL};
+	e2e_open();
+	e2e_serve(engine);
+	e2e_serve(api_only);
+	e2e_use(1);
+	put_task_def("ao", 0, 60);
+	put_one_task_workflow("aow", "ao");
+	char id[37];
+	e2e_start_workflow("aow", json_pack("{s:i}", "n", 1), id);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\" q"
+				 " JOIN \"TaskExecutions\" t ON t.\"id\" ="
+				 " q.\"taskId\" WHERE t.\"workflowId\" ="
+				 " $1::uuid",
+				 id),
+		     1);
+	cr_assert_eq(e2e_metric("nodeflow_start_decided_total"), 1);
+	cr_assert_eq(e2e_metric("nodeflow_decide_signals_sent_total"), 0);
+	json_t *t = poll_one("ao", "w1", DECIDE_TIMEOUT_MS);
+	cr_assert_str_eq(e2e_str_at(t, "workflowId"), id);
+	json_decref(t);
+	e2e_use(0);
+}
+
 /* ============================================================== listing */
 
 /* 12 executions in one millisecond: microseconds 0,0,0 (one instant
@@ -1949,10 +2257,12 @@ Test(leases, batched_results_each_stand_alone)
 
 /* A decision the database refuses (here a trigger refuses one workflow's
  * task) does not hold back the others decided with it: they are applied,
- * it is postponed and counted, and decided again later. */
+ * it is postponed and counted, and decided again later.  The starts leave
+ * their first steps to the deciders (--start-decides 0). */
 Test(workers, a_refused_decision_does_not_hold_back_its_batch)
 {
-	e2e_start(NULL);
+	const char *flags[] = {"--start-decides", "0", NULL};
+	e2e_start(flags);
 	put_task_def("rq", 0, 60);
 	put_one_task_workflow("rw", "rq");
 	th_exec(e2e_sql(), "CREATE FUNCTION \"test_refuse\"() RETURNS trigger"
