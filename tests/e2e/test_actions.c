@@ -165,10 +165,12 @@ Test(actions, pause_resume_terminate)
 /* A pause that lands before the first evaluation: after resume the first
  * task is still scheduled (the pause bumped the version; what says "not
  * started" is that the first task has no row).  The API-only server runs
- * no decider, so the pause is certain to come first. */
+ * no decider, and its starts leave their first steps to the deciders
+ * (--start-decides 0), so the pause is certain to come first. */
 Test(actions, paused_before_its_first_evaluation_starts_on_resume)
 {
-	static const char *const api_only[] = {"--roles", "api", NULL};
+	static const char *const api_only[] = {"--roles", "api",
+					       "--start-decides", "0", NULL};
 	e2e_restart(0, api_only);
 	define_two_tasks();
 	start();
