@@ -277,7 +277,7 @@ ends_workflow(const struct decision *d)
  */
 enum decide_result
 decide_batch_run(struct decide_run *r, const struct decide_batch *b,
-		 const struct wf_def *const *wfs)
+		 const struct wf_def *const *wfs, struct err *e)
 {
 	struct decision *ds = xcalloc(b->n, sizeof(*ds));
 	struct decide_item *items = xcalloc(b->n, sizeof(*items));
@@ -327,12 +327,10 @@ decide_batch_run(struct decide_run *r, const struct decide_batch *b,
 	}
 	if (ok)
 		r->decisions += (long long)json_array_size(dequeue);
+	else if (failed)
+		err_set(e, we.code, "workflow %s: %s", failed, we.msg);
 	else
-		log_warn("decider",
-			 "%s%s: %s (its batch is done again, each evaluation "
-			 "apart)",
-			 failed ? "workflow " : "a batch of workflows",
-			 failed ? failed : "", we.msg);
+		*e = we;
 	for (size_t i = 0; i < b->n; i++)
 		decision_free(&ds[i]);
 	free(ds);

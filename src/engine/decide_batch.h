@@ -66,11 +66,13 @@ void decide_run_reset(struct decide_run *r);
 void decide_run_free(struct decide_run *r);
 
 /* Evaluates and writes every workflow of b, wfs[i] being the definition of
- * b->items[i] (NULL: unavailable, which fails the run).  DECIDE_OK or
- * DECIDE_REDO (logged; the transaction must be rolled back). */
+ * b->items[i] (NULL: unavailable, which fails the run).  DECIDE_OK, or
+ * DECIDE_REDO with e set (naming the workflow that failed, when one did):
+ * the transaction must be rolled back. */
 enum decide_result decide_batch_run(struct decide_run *r,
 				    const struct decide_batch *b,
-				    const struct wf_def *const *wfs);
+				    const struct wf_def *const *wfs,
+				    struct err *e);
 
 /* Evaluates and writes one workflow under its own savepoint: one that fails
  * is rolled back to it and postponed.  DECIDE_OK, or DECIDE_LOST with e

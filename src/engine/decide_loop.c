@@ -161,8 +161,15 @@ run_batch(struct decide_loop *dl, struct err *e)
 	dl->guarded = false;
 	bool ok = decide_load_tasks(dl->db, &b, refs, e);
 	bool redo = false;
-	if (ok && !guarded)
-		redo = decide_batch_run(&r, &b, wfs) == DECIDE_REDO;
+	if (ok && !guarded) {
+		struct err we = ERR_INIT;
+		redo = decide_batch_run(&r, &b, wfs, &we) == DECIDE_REDO;
+		if (redo)
+			log_warn("decider",
+				 "%s (its batch is done again, each "
+				 "evaluation apart)",
+				 we.msg);
+	}
 	for (size_t i = 0; ok && guarded && i < b.n; i++)
 		ok = decide_batch_one(&r, &b.items[i], wfs[i], e) !=
 		     DECIDE_LOST;

@@ -25,8 +25,17 @@
  * starters made groups of two (of six on one server) until they did;
  * lingering halved their number.  A start that comes alone is written at
  * once.
+ *
+ * A group of at most DECIDE_MAX starts decides their first steps too:
+ * alone or nearly, a start's one commit saved is its first task's
+ * latency (p99 2.2-2.4 ms against 6.0-7.0 ms at 25 starts/s).  A larger
+ * group means starts queue behind the write in progress, and there the
+ * decisions, which hold the group's transaction several times as long,
+ * cost the starters more than the deciders' own batches do beside them
+ * (1,127-1,360 against 1,629-2,267 workflows/s phased, in alternating
+ * runs; docs/benchmarks.md).
  */
-enum { BUSY_NS = 1000000, LINGER_NS = 500000 };
+enum { BUSY_NS = 1000000, LINGER_NS = 500000, DECIDE_MAX = 4 };
 
 /* A caller's start, queued until a leader writes it. */
 struct job {
@@ -137,9 +146,7 @@ write_deciding(struct db *db, struct job *const *jobs,
 	struct decide_run r;
 	decide_run_init(&r, db, atomic_load(&retry_budget));
 	r.own_rows = true;
-	bool ok = decide_batch_run(&r, &b, wfs) == DECIDE_OK;
-	if (!ok)
-		err_set(e, ERR_INTERNAL, "a first step was not decided");
+	bool ok = decide_batch_run(&r, &b, wfs, e) == DECIDE_OK;
 	if (ok && json_object_size(r.queues))
 		ok = queue_signal_send(db, r.queues, e);
 	ok = ok && db_commit(db, e);
@@ -169,7 +176,7 @@ write_group(struct db *db, struct job *const *jobs,
 	bool any = false;
 	for (size_t i = 0; i < n && !any; i++)
 		any = jobs[i]->first != NULL;
-	if (any && atomic_load(&decides)) {
+	if (any && n <= DECIDE_MAX && atomic_load(&decides)) {
 		switch (write_deciding(db, jobs, s, n, out, e)) {
 		case GROUP_WRITTEN: return true;
 		case GROUP_REFUSED: return false;

@@ -20,6 +20,12 @@
  *   idempotency  twenty concurrent starts with one key make one execution
  *                (RETURN_EXISTING: one 201, the same id for all; FAIL: one
  *                201, nineteen 409).
+ *   starts       starts arriving together are written in one statement,
+ *                each whole; a refused one fails only its own request; a
+ *                start decides its first step in its own transaction (the
+ *                same rows as the deciders would write), an api-only
+ *                replica's too, and one whose first step is refused is
+ *                left to the deciders.
  *   listing      keyset paging over rows sharing a millisecond returns each
  *                exactly once in (startedAt DESC, id DESC) order; limit and
  *                cursor validation.
@@ -1495,7 +1501,8 @@ start_behind_a_held_one(struct starter *ss, int n, const char *const *bodies)
 
 /* Starts that arrive while another is written are written together, in
  * one statement, each whole: its execution, its first event (seq 1), its
- * evaluation (its task is queued), its idempotency key (two with the same
+ * evaluation (its task is queued; a group this large leaves it to the
+ * deciders), its idempotency key (two with the same
  * key in one group: the first takes it, the second is answered with its
  * id) and its timeout's timer. */
 Test(starts, concurrent_starts_are_written_together_each_whole)
@@ -1514,6 +1521,7 @@ Test(starts, concurrent_starts_are_written_together_each_whole)
 		201);
 	long long writes = e2e_metric("nodeflow_start_writes_total");
 	long long written = e2e_metric("nodeflow_start_writes_starts_total");
+	long long decided = e2e_metric("nodeflow_start_decided_total");
 	cr_assert_geq(writes, 0, "no nodeflow_start_writes_total");
 
 	const char *bodies[N] = {
@@ -1537,6 +1545,9 @@ Test(starts, concurrent_starts_are_written_together_each_whole)
 	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
 	cr_assert_eq(e2e_metric("nodeflow_start_writes_starts_total") - written,
 		     N);
+	/* The first, alone, decided its first step; the group of seven left
+	 * theirs to the deciders. */
+	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided, 1);
 	int keyed = ss[1].status == 201 ? 1 : 2, other = 3 - keyed;
 	for (int i = 0; i < N; i++) {
 		if (i == other) {
