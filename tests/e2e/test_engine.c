@@ -1650,6 +1650,32 @@ Test(starts, a_refused_start_fails_only_its_own_request)
 	cr_assert(strstr(e2e_log(), "was refused"), "%s", e2e_log());
 }
 
+/* A trigger that refuses the task rows of workflows whose input n is 3. */
+static void
+refuse_tasks_of_n3(void)
+{
+	th_exec(e2e_sql(), "CREATE FUNCTION \"test_refuse\"() RETURNS trigger"
+			   " LANGUAGE plpgsql AS $$ BEGIN"
+			   " IF NEW.\"input\"->>'n' = '3' THEN"
+			   "   RAISE EXCEPTION 'refused by the test';"
+			   " END IF; RETURN NEW; END $$");
+	th_exec(e2e_sql(), "CREATE TRIGGER \"test_refuse\" BEFORE INSERT ON"
+			   " \"TaskExecutions\" FOR EACH ROW"
+			   " EXECUTE FUNCTION \"test_refuse\"()");
+}
+
+/* The trigger of refuse_tasks_of_n3 accepts every row again.  The function
+ * is replaced rather than the trigger dropped: DROP TRIGGER locks every
+ * partition, in its own order, against the running server's writers (a
+ * deadlock); replacing a function locks no table. */
+static void
+accept_tasks_again(void)
+{
+	th_exec(e2e_sql(), "CREATE OR REPLACE FUNCTION \"test_refuse\"()"
+			   " RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+			   " RETURN NEW; END $$");
+}
+
 /*
  * A start decides its workflow's first step in its own transaction: when
  * its answer comes, the first task is queued, and the execution's row, its
@@ -1879,14 +1905,7 @@ Test(starts, a_start_whose_first_step_is_refused_is_left_to_the_deciders)
 	e2e_start(NULL);
 	put_task_def("rf", 0, 60);
 	put_one_task_workflow("rfw", "rf");
-	th_exec(e2e_sql(), "CREATE FUNCTION \"test_refuse\"() RETURNS trigger"
-			   " LANGUAGE plpgsql AS $$ BEGIN"
-			   " IF NEW.\"input\"->>'n' = '3' THEN"
-			   "   RAISE EXCEPTION 'refused by the test';"
-			   " END IF; RETURN NEW; END $$");
-	th_exec(e2e_sql(), "CREATE TRIGGER \"test_refuse\" BEFORE INSERT ON"
-			   " \"TaskExecutions\" FOR EACH ROW"
-			   " EXECUTE FUNCTION \"test_refuse\"()");
+	refuse_tasks_of_n3();
 	long long failed = e2e_metric("nodeflow_start_decide_failures_total");
 	long long decided = e2e_metric("nodeflow_start_decided_total");
 	char refused[37], other[37];
@@ -1911,11 +1930,7 @@ Test(starts, a_start_whose_first_step_is_refused_is_left_to_the_deciders)
 				 " WHERE \"workflowId\" = $1::uuid",
 				 other),
 		     1);
-	/* Replaced, not dropped: see a_refused_decision_does_not_hold_back_
-	 * its_batch. */
-	th_exec(e2e_sql(), "CREATE OR REPLACE FUNCTION \"test_refuse\"()"
-			   " RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-			   " RETURN NEW; END $$");
+	accept_tasks_again();
 	struct sql_probe both = {"SELECT count(*) FROM \"TaskQueues\"", 2, 0};
 	cr_assert(th_wait_until(30000, sql_reaches, &both),
 		  "%lld of 2 tasks queued", both.seen);
@@ -2276,14 +2291,7 @@ Test(workers, a_refused_decision_does_not_hold_back_its_batch)
 	e2e_start(flags);
 	put_task_def("rq", 0, 60);
 	put_one_task_workflow("rw", "rq");
-	th_exec(e2e_sql(), "CREATE FUNCTION \"test_refuse\"() RETURNS trigger"
-			   " LANGUAGE plpgsql AS $$ BEGIN"
-			   " IF NEW.\"input\"->>'n' = '3' THEN"
-			   "   RAISE EXCEPTION 'refused by the test';"
-			   " END IF; RETURN NEW; END $$");
-	th_exec(e2e_sql(), "CREATE TRIGGER \"test_refuse\" BEFORE INSERT ON"
-			   " \"TaskExecutions\" FOR EACH ROW"
-			   " EXECUTE FUNCTION \"test_refuse\"()");
+	refuse_tasks_of_n3();
 	char ids[6][37];
 	for (int i = 0; i < 6; i++)
 		e2e_start_workflow("rw", json_pack("{s:i}", "n", i), ids[i]);
@@ -2302,14 +2310,8 @@ Test(workers, a_refused_decision_does_not_hold_back_its_batch)
 		     0);
 	cr_assert_geq(e2e_metric("nodeflow_decision_failures_total"), 1,
 		      "the refused evaluation was not counted");
-	/* Accepted again, it is decided once its postponement ends.  The
-	 * function is replaced rather than the trigger dropped: DROP TRIGGER
-	 * locks every partition, in its own order, against the running
-	 * server's writers (a deadlock); replacing a function locks no table.
-	 */
-	th_exec(e2e_sql(), "CREATE OR REPLACE FUNCTION \"test_refuse\"()"
-			   " RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-			   " RETURN NEW; END $$");
+	/* Accepted again, it is decided once its postponement ends. */
+	accept_tasks_again();
 	struct sql_probe all = {"SELECT count(*) FROM \"TaskQueues\"", 6, 0};
 	cr_assert(th_wait_until(30000, sql_reaches, &all),
 		  "%lld of 6 tasks queued", all.seen);
