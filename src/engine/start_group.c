@@ -127,7 +127,9 @@ write_deciding(struct db *db, struct job *const *jobs,
 	       const struct exec_start *const *s, size_t n,
 	       struct exec_started *out, struct err *e)
 {
-	if (!db_begin(db, e))
+	/* The decisions' statements were written for their generic plans,
+	 * which the pool's connections would replan on every call. */
+	if (!db_begin_generic(db, e))
 		return GROUP_REFUSED;
 	if (!exec_start_many(db, s, n, out, e)) {
 		db_rollback(db);

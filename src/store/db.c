@@ -295,6 +295,15 @@ db_begin(struct db *db, struct err *e)
 	return db_exec_script(db, "BEGIN", e);
 }
 
+bool
+db_begin_generic(struct db *db, struct err *e)
+{
+	return db_exec_script(
+		db,
+		"BEGIN; SET LOCAL \"plan_cache_mode\" = 'force_generic_plan'",
+		e);
+}
+
 /*
  * After a failed statement PostgreSQL answers COMMIT with ROLLBACK and no
  * error: a caller that let the failure pass (taking a deadlock for "nothing

@@ -60,6 +60,13 @@ bool db_prepare_all(struct db *db, struct err *e);
 size_t db_registry_size(void);
 
 bool db_begin(struct db *db, struct err *e);
+/* Begins a transaction whose statements use their generic plans
+ * (plan_cache_mode force_generic_plan until it ends), in one round trip:
+ * for statements written for those plans run on a connection left to
+ * choose (the pool's), where the planner's estimate prefers planning afresh
+ * on every call a statement that prunes partitions by a few parameters
+ * (DB_GENERIC_PLANS). */
+bool db_begin_generic(struct db *db, struct err *e);
 /* Commits; fails (SQLSTATE 25P02, the transaction rolled back) when a
  * statement of the transaction failed, even one whose error the caller
  * let pass. */

@@ -882,7 +882,7 @@ decide_warm(struct db *db, struct err *e)
 	for (size_t i = 0; i < SQL_FEW_KEYS; i++)
 		few[1 + i] = NIL_UUID;
 	bool ok =
-		db_begin(db, e) &&
+		db_begin_generic(db, e) &&
 		db_run(db, &decide_load_executions, 1, ids, e) &&
 		db_run(db, &decide_load_tasks_stmt, 2, tasks, e) &&
 		db_run(db, &decide_load_tasks_few, 1 + SQL_FEW_KEYS, few, e) &&

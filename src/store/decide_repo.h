@@ -164,11 +164,13 @@ struct decide_item {
  * for the items that have any.  Large payloads are offloaded first
  * (payload_repo.h).  Fails whole: the caller rolls back.
  */
-/* Plans the statements of a batch (claim aside) and loads the catalog
- * entries they use, every partition's, by running them on input that
- * matches no row, in a transaction rolled back: the connection's first
- * batch then costs what the others cost (planned cold, it took most of a
- * second). */
+/* Plans the statements of a batch (claim aside), their generic plans, and
+ * loads the catalog entries they use, every partition's, by running them on
+ * input that matches no row, in a transaction rolled back: the
+ * connection's first batch then costs what the others cost (planned cold,
+ * it took most of a second).  Every caller runs them with generic plans:
+ * the deciders' connections are DB_GENERIC_PLANS, a start's transaction
+ * on the pool begins with db_begin_generic. */
 bool decide_warm(struct db *db, struct err *e);
 bool decide_apply_batch(struct db *db, struct decide_item *items, size_t n,
 			const json_t *dequeue, bool lock, struct err *e);
