@@ -394,3 +394,54 @@ decide_batch_one(struct decide_run *r, const struct loaded_execution *x,
 		r->left_queued = true;
 	return decide_release_savepoint(r->db, e) ? DECIDE_OK : DECIDE_LOST;
 }
+
+/* Oldest id first.  Every batch then takes the row locks of its executions
+ * in one order (a parent's UUIDv7 is older than its children's), as
+ * terminate does (the parent, then its children): they queue behind each
+ * other instead of deadlocking. */
+static int
+by_id(const void *a, const void *b)
+{
+	return strcmp(((const struct loaded_execution *)a)->id,
+		      ((const struct loaded_execution *)b)->id);
+}
+
+enum decide_result
+decide_batch_decide(struct decide_run *r, struct decide_batch *b, bool guarded,
+		    struct err *e)
+{
+	if (b->n > 1)
+		qsort(b->items, b->n, sizeof(*b->items), by_id);
+	struct def_ref *defs = xcalloc(b->n + 1, sizeof(*defs));
+	const struct wf_def **wfs = xcalloc(b->n + 1, sizeof(*wfs));
+	json_t **refs = xcalloc(b->n + 1, sizeof(*refs));
+	for (size_t i = 0; i < b->n; i++) {
+		const struct loaded_execution *x = &b->items[i];
+		struct err de = ERR_INIT;
+		bool have = x->definition ? defcache_snapshot(x->definition,
+							      &defs[i], &de)
+					  : defcache_workflow(r->db, x->ns_id,
+							      x->def_name,
+							      x->def_version,
+							      &defs[i], &de);
+		wfs[i] = have ? defs[i].wf : NULL;
+		refs[i] =
+			have ? decider_refs_to_load(defs[i].wf) : json_array();
+	}
+	enum decide_result res = DECIDE_LOST;
+	if (decide_load_tasks(r->db, b, refs, e)) {
+		res = DECIDE_OK;
+		if (!guarded)
+			res = decide_batch_run(r, b, wfs, e);
+		for (size_t i = 0; guarded && res == DECIDE_OK && i < b->n; i++)
+			res = decide_batch_one(r, &b->items[i], wfs[i], e);
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		defcache_release(&defs[i]);
+		json_decref(refs[i]);
+	}
+	free(defs);
+	free(wfs);
+	free(refs);
+	return res;
+}

@@ -81,6 +81,18 @@ enum decide_result decide_batch_one(struct decide_run *r,
 				    const struct loaded_execution *x,
 				    const struct wf_def *wf, struct err *e);
 
+/*
+ * Decides the workflows of b, which the caller's transaction has claimed
+ * (decide_claim): sorts
+ * them by id (every batch then takes its executions' row locks in one
+ * order), looks their definitions up, loads their tasks, and runs
+ * decide_batch_run, or, guarded, decide_batch_one on each.  DECIDE_LOST
+ * also when the tasks could not be loaded.
+ */
+enum decide_result decide_batch_decide(struct decide_run *r,
+				       struct decide_batch *b, bool guarded,
+				       struct err *e);
+
 /* After the run's commit: this process's parked polls of the queues it
  * filled, and its system-task runners when it queued a system task. */
 void decide_run_signal(const struct decide_run *r);

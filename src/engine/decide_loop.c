@@ -2,8 +2,6 @@
 
 #include "engine/decide_batch.h"
 #include "engine/decide_signal.h"
-#include "engine/decider.h"
-#include "engine/defcache.h"
 #include "engine/queue_signal.h"
 #include "runtime/log.h"
 #include "runtime/metrics.h"
@@ -66,17 +64,6 @@ wake_resting(const struct decide_loop *except)
 	return false;
 }
 
-/* Oldest id first.  Every batch then takes the row locks of its executions
- * in one order (a parent's UUIDv7 is older than its children's), as
- * terminate does (the parent, then its children): they queue behind each
- * other instead of deadlocking. */
-static int
-by_id(const void *a, const void *b)
-{
-	return strcmp(((const struct loaded_execution *)a)->id,
-		      ((const struct loaded_execution *)b)->id);
-}
-
 /*
  * A short queue is claimed in turns, across replicas: three replicas'
  * deciders each claiming at once split it into three batches, each with
@@ -135,47 +122,23 @@ run_batch(struct decide_loop *dl, struct err *e)
 		decide_batch_free(&b);
 		return ok ? LOOP_IDLE : LOOP_ERROR;
 	}
-	qsort(b.items, b.n, sizeof(*b.items), by_id);
-
-	struct def_ref *defs = xcalloc(b.n, sizeof(*defs));
-	const struct wf_def **wfs = xcalloc(b.n, sizeof(*wfs));
-	json_t **refs = xcalloc(b.n, sizeof(*refs));
-	for (size_t i = 0; i < b.n; i++) {
-		struct err de = ERR_INIT;
-		bool have =
-			b.items[i].definition
-				? defcache_snapshot(b.items[i].definition,
-						    &defs[i], &de)
-				: defcache_workflow(dl->db, b.items[i].ns_id,
-						    b.items[i].def_name,
-						    b.items[i].def_version,
-						    &defs[i], &de);
-		wfs[i] = have ? defs[i].wf : NULL;
-		refs[i] =
-			have ? decider_refs_to_load(defs[i].wf) : json_array();
-	}
 	struct decide_run r;
 	decide_run_init(&r, dl->db, dl->opts.retry_budget_per_minute);
 	r.m_failures = dl->m_failures;
 	bool guarded = dl->guarded;
 	dl->guarded = false;
-	bool ok = decide_load_tasks(dl->db, &b, refs, e);
-	bool redo = false;
-	if (ok && !guarded) {
-		struct err we = ERR_INIT;
-		redo = decide_batch_run(&r, &b, wfs, &we) == DECIDE_REDO;
-		if (redo)
-			log_warn("decider",
-				 "%s (its batch is done again, each "
-				 "evaluation apart)",
-				 we.msg);
-	}
-	for (size_t i = 0; ok && guarded && i < b.n; i++)
-		ok = decide_batch_one(&r, &b.items[i], wfs[i], e) !=
-		     DECIDE_LOST;
+	struct err we = ERR_INIT;
+	enum decide_result dr = decide_batch_decide(&r, &b, guarded, &we);
+	bool ok = dr != DECIDE_LOST;
+	bool redo = dr == DECIDE_REDO;
 	if (redo) { /* at once, each evaluation apart */
+		log_warn("decider",
+			 "%s (its batch is done again, each evaluation apart)",
+			 we.msg);
 		db_rollback(dl->db);
 		dl->guarded = true;
+	} else if (!ok) {
+		*e = we;
 	}
 	if (ok && !redo && json_object_size(r.queues)) {
 		/* Other replicas' polls: one notification for the whole
@@ -190,13 +153,6 @@ run_batch(struct decide_loop *dl, struct err *e)
 		db_rollback(dl->db);
 	}
 
-	for (size_t i = 0; i < b.n; i++) {
-		defcache_release(&defs[i]);
-		json_decref(refs[i]);
-	}
-	free(defs);
-	free(wfs);
-	free(refs);
 	bool left_queued = r.left_queued;
 	decide_run_free(&r);
 	bool full = b.n == (size_t)dl->opts.batch_size;

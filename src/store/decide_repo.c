@@ -106,13 +106,22 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
 		sb_printf(&ids, "%s%s", i ? "," : "", PQgetvalue(res, i, 0));
 	sb_putc(&ids, '}');
 	PQclear(res);
+	bool ok = decide_load(db, sb_str(&ids), (size_t)n, out, e);
+	sb_free(&ids);
+	return ok;
+}
 
-	const char *lparams[] = {sb_str(&ids)};
-	res = db_exec(db, &decide_load_executions, 1, lparams, e);
-	if (!res) {
-		sb_free(&ids);
+bool
+decide_load(struct db *db, const char *ids, size_t n, struct decide_batch *out,
+	    struct err *e)
+{
+	memset(out, 0, sizeof(*out));
+	if (n == 0)
+		return true;
+	const char *lparams[] = {ids};
+	PGresult *res = db_exec(db, &decide_load_executions, 1, lparams, e);
+	if (!res)
 		return false;
-	}
 	int found = PQntuples(res);
 	out->items = xcalloc((size_t)found + 1, sizeof(*out->items));
 	for (int i = 0; i < found; i++) {
@@ -136,33 +145,27 @@ decide_claim(struct db *db, int limit, struct decide_batch *out, struct err *e)
 	}
 	out->n = (size_t)found;
 	PQclear(res);
-	for (size_t i = 0; i < out->n; i++) {
-		if (!payload_resolve_json(db, &out->items[i].input, e)) {
-			sb_free(&ids);
+	for (size_t i = 0; i < out->n; i++)
+		if (!payload_resolve_json(db, &out->items[i].input, e))
 			return false;
-		}
-	}
 
 	/* A queued evaluation whose execution is gone (dropped with its
 	 * partition) would otherwise be claimed forever. */
-	if ((int)out->n < n) {
-		const char *p = sb_str(&ids) + 1;
+	if (out->n < n) {
+		const char *p = ids + 1;
 		while (*p && *p != '}') {
 			char id[37];
 			snprintf(id, sizeof(id), "%.36s", p);
 			bool known = false;
 			for (size_t i = 0; i < out->n && !known; i++)
 				known = strcmp(out->items[i].id, id) == 0;
-			if (!known && !decide_dequeue(db, id, e)) {
-				sb_free(&ids);
+			if (!known && !decide_dequeue(db, id, e))
 				return false;
-			}
 			p += 36;
 			if (*p == ',')
 				p++;
 		}
 	}
-	sb_free(&ids);
 	return true;
 }
 

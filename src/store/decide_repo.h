@@ -92,6 +92,13 @@ bool decide_take_turn(struct db *db, int wait_ms, struct err *e);
 bool decide_claim(struct db *db, int limit, struct decide_batch *out,
 		  struct err *e);
 
+/* Loads the executions of ids (a uuid[] literal of n ids) whose
+ * "DecideQueues" rows the caller's transaction holds (a claim), as
+ * decide_claim does; forgets the queue row of an execution that is
+ * gone. */
+bool decide_load(struct db *db, const char *ids, size_t n,
+		 struct decide_batch *out, struct err *e);
+
 /* Loads each execution's frontier, unprocessed tasks and the latest attempt
  * of the references in refs[i] (a JSON array of names per execution). */
 bool decide_load_tasks(struct db *db, struct decide_batch *b,
