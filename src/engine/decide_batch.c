@@ -445,3 +445,17 @@ decide_batch_decide(struct decide_run *r, struct decide_batch *b, bool guarded,
 	free(refs);
 	return res;
 }
+
+enum decide_result
+decide_batch_held(struct decide_run *r, const char *ids, size_t n,
+		  struct err *e)
+{
+	if (n == 0)
+		return DECIDE_OK;
+	struct decide_batch b = {0};
+	enum decide_result res = DECIDE_LOST;
+	if (decide_load(r->db, ids, n, &b, e))
+		res = decide_batch_decide(r, &b, false, e);
+	decide_batch_free(&b);
+	return res;
+}

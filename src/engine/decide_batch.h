@@ -1,8 +1,9 @@
 /*
  * decide_batch — evaluating loaded workflows and writing what was decided,
  * inside the caller's transaction: the part of a decider batch between its
- * claim and its commit, shared by the decide loop (decide_loop.h) and by a
- * start that decides its workflow's first step itself (start_group.h).
+ * claim and its commit, shared by the decide loop (decide_loop.h), by a
+ * start that decides its workflow's first step itself (start_group.h) and
+ * by workers' results that decide what follows them (workers.h).
  *
  * decide_batch_run evaluates every workflow of a batch with the pure
  * decider (decider.h), writes every decision in one statement
@@ -83,7 +84,7 @@ enum decide_result decide_batch_one(struct decide_run *r,
 
 /*
  * Decides the workflows of b, which the caller's transaction has claimed
- * (decide_claim): sorts
+ * (decide_claim) or holds the "DecideQueues" rows of (decide_load): sorts
  * them by id (every batch then takes its executions' row locks in one
  * order), looks their definitions up, loads their tasks, and runs
  * decide_batch_run, or, guarded, decide_batch_one on each.  DECIDE_LOST
@@ -92,6 +93,12 @@ enum decide_result decide_batch_one(struct decide_run *r,
 enum decide_result decide_batch_decide(struct decide_run *r,
 				       struct decide_batch *b, bool guarded,
 				       struct err *e);
+
+/* decide_batch_decide, unguarded, of the n workflows of ids (a uuid[]
+ * literal) whose "DecideQueues" rows the caller's transaction holds (a
+ * result's upsert, queue_repo.h), loaded first (decide_load). */
+enum decide_result decide_batch_held(struct decide_run *r, const char *ids,
+				     size_t n, struct err *e);
 
 /* After the run's commit: this process's parked polls of the queues it
  * filled, and its system-task runners when it queued a system task. */

@@ -68,6 +68,12 @@ bool workers_result(struct db *db, const struct queue_ref *q,
 		    const char *task_id, const char *worker,
 		    enum task_result_status status, const json_t *output,
 		    const char *reason, struct err *e);
+/* Whether a batch of results (workers_results) also decides what follows
+ * in the workflows it touched, in its own transaction (on until set; the
+ * server's --results-decide), and the retry budget those decisions keep
+ * to (decide_batch.h).  Set once at start-up. */
+void workers_set_results_decide(bool on, int retry_budget_per_minute);
+
 /* One result of a batch (workers_results): the inputs, then its fate. */
 struct worker_result {
 	const char *task_id;
@@ -81,8 +87,11 @@ struct worker_result {
 
 /* Many results of one queue, each with the fate workers_result would give
  * it, committed together: one statement and one commit for all the small
- * ones; an output to offload, a task named twice, or a batch the database
- * refused as a whole (a deadlock) is recorded one at a time. */
+ * ones, with the decisions of the workflows they touched
+ * (workers_set_results_decide; a batch whose decisions fail is written
+ * without them, for the deciders); an output to offload, a task named
+ * twice, or a batch the database refused as a whole (a deadlock) is
+ * recorded one at a time. */
 void workers_results(struct db *db, const struct queue_ref *q,
 		     struct worker_result *r, size_t n);
 /* workers_result for whoever reports it (Conductor's task update): the

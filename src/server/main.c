@@ -486,6 +486,8 @@ cmd_serve(struct command_line *cl)
 	if (has_role(cfg->roles, "api")) {
 		start_group_init(cfg->start_decides != 0,
 				 (int)cfg->retry_budget_per_minute);
+		workers_set_results_decide(cfg->results_decide != 0,
+					   (int)cfg->retry_budget_per_minute);
 		struct http_server_opts o = {
 			.listen = cfg->listen,
 			.threads = (int)cfg->http_threads,

@@ -93,9 +93,9 @@ bool decide_claim(struct db *db, int limit, struct decide_batch *out,
 		  struct err *e);
 
 /* Loads the executions of ids (a uuid[] literal of n ids) whose
- * "DecideQueues" rows the caller's transaction holds (a claim), as
- * decide_claim does; forgets the queue row of an execution that is
- * gone. */
+ * "DecideQueues" rows the caller's transaction holds (a claim, or a
+ * result's upsert), as decide_claim does; forgets the queue row of an
+ * execution that is gone. */
 bool decide_load(struct db *db, const char *ids, size_t n,
 		 struct decide_batch *out, struct err *e);
 

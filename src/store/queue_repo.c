@@ -330,7 +330,8 @@ DB_STMT(queue_result_stmt,
 	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
 		"td", "'TASK_' || $4::text",
 		"jsonb_build_object('workerId', $3::text, 'reason', $6::text)") " SELECT (SELECT count(*) FROM l), (SELECT count(*) FROM t),"
-										" (SELECT count(*) FROM hf)");
+										" (SELECT count(*) FROM hf),"
+										" (SELECT t.\"workflowId\"::text FROM t)");
 
 static const char *const result_names[] = {
 	[RESULT_COMPLETED] = "COMPLETED",
@@ -400,18 +401,27 @@ DB_STMT(queue_results_stmt,
 	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
 		"td", "'TASK_' || s.\"s\"",
 		"jsonb_build_object('workerId', s.\"w\", 'reason', s.\"r\")") " SELECT i.\"n\", l.\"taskId\" IS NOT NULL, t.\"id\" IS NOT NULL,"
-									      " (SELECT count(*) FROM hf)"
+									      " (SELECT count(*) FROM hf),"
+									      " (SELECT count(DISTINCT t.\"workflowId\") FROM t),"
+									      " (SELECT coalesce(array_agg(DISTINCT t.\"workflowId\"), '{}') FROM t)::text"
 									      " FROM i LEFT JOIN l USING (\"n\") LEFT JOIN t USING (\"n\")");
 
 bool
 queue_results(struct db *db, const char *queue, const char *batch, size_t n,
-	      enum queue_fate *fate, bool *freed, struct err *e)
+	      enum queue_fate *fate, bool *freed, char **workflows,
+	      size_t *n_workflows, struct err *e)
 {
 	const char *params[] = {queue, batch};
 	PGresult *res = db_exec(db, &queue_results_stmt, 2, params, e);
 	if (!res)
 		return false;
 	*freed = false;
+	if (workflows) {
+		bool any = PQntuples(res) > 0;
+		*workflows = xstrdup(any ? PQgetvalue(res, 0, 5) : "{}");
+		*n_workflows =
+			any ? strtoul(PQgetvalue(res, 0, 4), NULL, 10) : 0;
+	}
 	for (size_t k = 0; k < n; k++)
 		fate[k] = QUEUE_FATE_NOT_LEASED;
 	for (int i = 0; i < PQntuples(res); i++) {
@@ -450,14 +460,15 @@ queue_result_as(struct db *db, const char *queue, const char *task_id,
 		const char *reason, struct err *e)
 {
 	return queue_result_freeing(db, queue, task_id, worker, any_holder,
-				    status, output, reason, NULL, e);
+				    status, output, reason, NULL, NULL, e);
 }
 
 bool
 queue_result_freeing(struct db *db, const char *queue, const char *task_id,
 		     const char *worker, bool any_holder,
 		     enum task_result_status status, const char *output,
-		     const char *reason, bool *freed, struct err *e)
+		     const char *reason, bool *freed, char *workflow_id,
+		     struct err *e)
 {
 	/* A large output goes to the payload store (under the namespace of
 	 * its queue row; no row, no result: the statement below says why).
@@ -505,6 +516,8 @@ queue_result_freeing(struct db *db, const char *queue, const char *task_id,
 	bool updated = strcmp(PQgetvalue(res, 0, 1), "0") != 0;
 	if (freed)
 		*freed = strcmp(PQgetvalue(res, 0, 2), "0") != 0;
+	if (workflow_id)
+		snprintf(workflow_id, 37, "%s", PQgetvalue(res, 0, 3));
 	PQclear(res);
 	if (!updated)
 		err_set(e, ERR_CONFLICT,

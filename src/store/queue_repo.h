@@ -110,11 +110,15 @@ bool queue_result_as(struct db *db, const char *queue, const char *task_id,
 		     const char *reason, struct err *e);
 
 /* queue_result_as; *freed (may be NULL) tells whether a semaphore permit
- * was given back. */
+ * was given back; workflow_id (may be NULL; 37 bytes) receives the id of
+ * the task's workflow once the result is recorded: the transaction holds
+ * its "DecideQueues" row until it ends (a caller deciding it,
+ * decide_load). */
 bool queue_result_freeing(struct db *db, const char *queue, const char *task_id,
 			  const char *worker, bool any_holder,
 			  enum task_result_status status, const char *output,
-			  const char *reason, bool *freed, struct err *e);
+			  const char *reason, bool *freed, char *workflow_id,
+			  struct err *e);
 
 /* One item's fate in queue_results. */
 enum queue_fate {
@@ -132,12 +136,17 @@ enum queue_fate {
  * "FAILED" or "FAILED_WITH_TERMINAL_ERROR", "o": output object, "r":
  * reason or null}; no task twice and no output above the offload threshold
  * (those go through queue_result_freeing).  fate[n] receives each item's
- * fate; *freed whether a semaphore permit was given back.  False, with
- * nothing recorded, when the statement failed as a whole (e->sqlstate
- * "40P01" for a deadlock the caller may retry item by item).
+ * fate; *freed whether a semaphore permit was given back; *workflows
+ * (when not NULL; the caller frees it) the ids of the *n_workflows
+ * workflows whose tasks were recorded, as a uuid[] literal in id order:
+ * the transaction holds their "DecideQueues" rows until it ends (a
+ * caller deciding them, decide_load).  False, with nothing recorded, when
+ * the statement failed as a whole (e->sqlstate "40P01" for a deadlock the
+ * caller may retry item by item).
  */
 bool queue_results(struct db *db, const char *queue, const char *batch,
-		   size_t n, enum queue_fate *fate, bool *freed, struct err *e);
+		   size_t n, enum queue_fate *fate, bool *freed,
+		   char **workflows, size_t *n_workflows, struct err *e);
 
 /* Runs a worker's statements (a poll's lease, a batch of results) once on
  * a queue no task can be on: a new connection then has the catalog read

@@ -70,6 +70,7 @@ TestSuite(retries, .fini = e2e_stop);
 TestSuite(workers, .fini = e2e_stop);
 TestSuite(idempotency, .fini = e2e_stop);
 TestSuite(starts, .fini = e2e_stop);
+TestSuite(results, .fini = e2e_stop);
 TestSuite(listing, .fini = e2e_stop);
 TestSuite(leases, .fini = e2e_stop);
 TestSuite(errors, .fini = e2e_stop);
@@ -1144,16 +1145,18 @@ Test(workers,
 /*
  * A replica that runs no decider (--roles api) tells the others' deciders
  * of what it enqueues for them: a start there (one that leaves its first
- * step to the deciders, --start-decides 0), and then its task's result,
- * are decided within the test's deadline although the engine replica looks
- * on its own only once a minute (--decider-interval-ms), so only the
- * decide signal can have woken it.
+ * step to the deciders, --start-decides 0), and then its task's result
+ * (one that leaves what follows to them, --results-decide 0), are decided
+ * within the test's deadline although the engine replica looks on its own only
+ * once a minute (--decider-interval-ms), so only the decide signal can have
+ * woken it.
  */
 Test(workers, an_api_only_replica_wakes_another_replicas_decider)
 {
 	const char *engine[] = {"--decider-interval-ms", "60000", NULL};
-	const char *api_only[] = {"--roles", "api", "--start-decides", "0",
-				  NULL};
+	const char *api_only[] = {
+		"--roles", "api", "--start-decides", "0", "--results-decide",
+		"0",       NULL};
 	e2e_open();
 	e2e_serve(engine);
 	e2e_serve(api_only);
@@ -1767,6 +1770,46 @@ rows_differing(const char *query, const char *a, const char *b)
 	return e2e_sql_int(sql, NULL);
 }
 
+/* Every row workflows a and b wrote compares equal (times and ids
+ * aside). */
+static void
+same_rows(const char *a, const char *b)
+{
+	cr_assert_eq(
+		rows_differing(
+			"SELECT \"refName\", \"taskDefName\", \"taskType\","
+			" \"iteration\", \"attempt\", \"status\", \"input\","
+			" \"output\", \"queueName\", \"forkRef\","
+			" \"reasonForIncompletion\", \"deciderSeenAt\" IS NULL,"
+			" \"startedAt\" IS NULL, \"endedAt\" IS NULL"
+			" FROM \"TaskExecutions\" WHERE \"workflowId\" ="
+			" '$W'::uuid",
+			a, b),
+		0, "the tasks differ");
+	cr_assert_eq(rows_differing("SELECT q.\"queueName\", q.\"taskType\","
+				    " q.\"priority\", t.\"refName\""
+				    " FROM \"TaskQueues\" q JOIN"
+				    " \"TaskExecutions\" t ON t.\"id\" ="
+				    " q.\"taskId\" WHERE t.\"workflowId\" ="
+				    " '$W'::uuid",
+				    a, b),
+		     0, "the queue rows differ");
+	cr_assert_eq(rows_differing("SELECT v.\"seq\", v.\"type\","
+				    " t.\"refName\", v.\"data\" - 'taskId'"
+				    " FROM \"WorkflowEvents\" v LEFT JOIN"
+				    " \"TaskExecutions\" t ON t.\"id\" ="
+				    " v.\"taskId\" WHERE v.\"workflowId\" ="
+				    " '$W'::uuid",
+				    a, b),
+		     0, "the histories differ");
+	cr_assert_eq(rows_differing("SELECT \"status\", \"version\","
+				    " \"eventSeq\", \"variables\", \"output\""
+				    " FROM \"WorkflowExecutions\" WHERE"
+				    " \"id\" = '$W'::uuid",
+				    a, b),
+		     0, "the executions differ");
+}
+
 /*
  * A first step decided at start is the one the deciders would have
  * decided: the same workflow started on a replica that decides at start
@@ -1837,25 +1880,7 @@ Test(starts, a_first_step_decided_at_start_is_the_deciders_first_step)
 				      " WHERE \"workflowId\" = $1::uuid",
 				      a);
 	cr_assert_eq(tasks, 6, "remember, route, fork, left, right, join");
-	cr_assert_eq(
-		rows_differing(
-			"SELECT \"refName\", \"taskDefName\", \"taskType\","
-			" \"iteration\", \"attempt\", \"status\", \"input\","
-			" \"output\", \"queueName\", \"forkRef\","
-			" \"reasonForIncompletion\", \"deciderSeenAt\" IS NULL,"
-			" \"startedAt\" IS NULL, \"endedAt\" IS NULL"
-			" FROM \"TaskExecutions\" WHERE \"workflowId\" ="
-			" '$W'::uuid",
-			a, b),
-		0, "the tasks differ");
-	cr_assert_eq(rows_differing("SELECT q.\"queueName\", q.\"taskType\","
-				    " q.\"priority\", t.\"refName\""
-				    " FROM \"TaskQueues\" q JOIN"
-				    " \"TaskExecutions\" t ON t.\"id\" ="
-				    " q.\"taskId\" WHERE t.\"workflowId\" ="
-				    " '$W'::uuid",
-				    a, b),
-		     0, "the queue rows differ");
+	same_rows(a, b);
 	cr_assert_eq(rows_differing("SELECT tm.\"kind\", tm.\"payload\","
 				    " t.\"refName\" FROM \"Timers\" tm LEFT"
 				    " JOIN \"TaskExecutions\" t ON t.\"id\" ="
@@ -1867,20 +1892,6 @@ Test(starts, a_first_step_decided_at_start_is_the_deciders_first_step)
 				 " \"workflowId\" = $1::uuid",
 				 a),
 		     2, "the workflow's timeout and left's scheduleToStart");
-	cr_assert_eq(rows_differing("SELECT v.\"seq\", v.\"type\","
-				    " t.\"refName\", v.\"data\" - 'taskId'"
-				    " FROM \"WorkflowEvents\" v LEFT JOIN"
-				    " \"TaskExecutions\" t ON t.\"id\" ="
-				    " v.\"taskId\" WHERE v.\"workflowId\" ="
-				    " '$W'::uuid",
-				    a, b),
-		     0, "the histories differ");
-	cr_assert_eq(rows_differing("SELECT \"status\", \"version\","
-				    " \"eventSeq\", \"variables\", \"output\""
-				    " FROM \"WorkflowExecutions\" WHERE"
-				    " \"id\" = '$W'::uuid",
-				    a, b),
-		     0, "the executions differ");
 	cr_assert_eq(
 		e2e_sql_int("SELECT \"eventSeq\" FROM"
 			    " \"WorkflowExecutions\" WHERE \"id\" = $1::uuid",
@@ -1965,6 +1976,449 @@ Test(starts, an_api_only_replica_decides_its_starts_first_steps)
 	cr_assert_str_eq(e2e_str_at(t, "workflowId"), id);
 	json_decref(t);
 	e2e_use(0);
+}
+
+/* ============================================================== results */
+
+/* A workflow of two SIMPLE tasks: "a" on queue qa, then "b" on queue qb,
+ * whose input carries the workflow's n and a's output v. */
+static void
+put_two_task_workflow(const char *name, const char *qa, const char *qb)
+{
+	json_t *v = e2e_callj(
+		"POST", NS "/workflow-definitions", 201,
+		json_pack("{s:s,s:i,s:[{s:s,s:s,s:s,s:{s:s}},"
+			  "{s:s,s:s,s:s,s:{s:s,s:s}}]}",
+			  "name", name, "version", 1, "tasks", "name", qa,
+			  "taskReferenceName", "a", "type", "SIMPLE",
+			  "inputParameters", "n", "${workflow.input.n}", "name",
+			  qb, "taskReferenceName", "b", "type", "SIMPLE",
+			  "inputParameters", "n", "${workflow.input.n}", "got",
+			  "${a.output.v}"));
+	json_decref(v);
+}
+
+/* Leases n tasks of queue for worker, polling until all came: a new
+ * array. */
+static json_t *
+lease_n(const char *queue, const char *worker, size_t n)
+{
+	json_t *all = json_array();
+	while (json_array_size(all) < n) {
+		struct poll_probe p = {queue, worker,
+				       (int)(n - json_array_size(all)), NULL};
+		cr_assert(
+			th_wait_until(DECIDE_TIMEOUT_MS, polled_something, &p),
+			"%zu of %zu tasks on queue %s", json_array_size(all), n,
+			queue);
+		json_array_extend(all, p.tasks);
+		json_decref(p.tasks);
+	}
+	return all;
+}
+
+/* The task of tasks whose workflow is id (borrowed). */
+static const json_t *
+task_of(const json_t *tasks, const char *id)
+{
+	size_t i;
+	const json_t *t;
+	json_array_foreach (tasks, i, t)
+		if (strcmp(e2e_str_at(t, "workflowId"), id) == 0)
+			return t;
+	cr_assert_fail("no task of workflow %s", id);
+	return NULL;
+}
+
+/* The results of tasks (COMPLETED, output {"v": the task's input n}),
+ * reported by worker in one request on queue; each must be recorded. */
+static void
+report_all(const char *queue, const char *worker, const json_t *tasks)
+{
+	json_t *results = json_array();
+	size_t i;
+	const json_t *t;
+	json_array_foreach (tasks, i, t) {
+		json_array_append_new(
+			results,
+			json_pack("{s:s,s:s,s:s,s:{s:O}}", "taskId",
+				  e2e_str_at(t, "id"), "workerId", worker,
+				  "status", "COMPLETED", "output", "v",
+				  json_object_get(json_object_get(t, "input"),
+						  "n")));
+	}
+	char path[256];
+	snprintf(path, sizeof(path), NS "/queues/%s/results", queue);
+	json_t *v = e2e_callj("POST", path, 200,
+			      json_pack("{s:o}", "results", results));
+	json_array_foreach (json_object_get(v, "results"), i, t)
+		cr_assert(json_is_true(json_object_get(t, "ok")),
+			  "result %zu: %s", i, e2e_last_body);
+	json_decref(v);
+}
+
+/* The distinct transactions that last wrote workflow id's rows: its
+ * execution, every task, every queue row and the events after its first
+ * TASK_STARTED (from the first lease on). */
+static long long
+writers_since_first_lease(const char *id)
+{
+	return e2e_sql_int(
+		"SELECT count(DISTINCT \"xmin\"::text) FROM"
+		" (SELECT \"xmin\" FROM \"WorkflowExecutions\""
+		" WHERE \"id\" = $1::uuid UNION ALL"
+		" SELECT \"xmin\" FROM \"TaskExecutions\""
+		" WHERE \"workflowId\" = $1::uuid UNION ALL"
+		" SELECT q.\"xmin\" FROM \"TaskQueues\" q"
+		" JOIN \"TaskExecutions\" t ON t.\"id\" = q.\"taskId\""
+		" WHERE t.\"workflowId\" = $1::uuid UNION ALL"
+		" SELECT \"xmin\" FROM \"WorkflowEvents\""
+		" WHERE \"workflowId\" = $1::uuid AND \"seq\" >"
+		" (SELECT min(\"seq\") FROM \"WorkflowEvents\""
+		" WHERE \"workflowId\" = $1::uuid"
+		" AND \"type\" = 'TASK_STARTED')) r",
+		id);
+}
+
+/*
+ * A worker's batch of results decides what follows in the workflows it
+ * touched, in its own transaction: when its answer comes, each
+ * workflow's next task is queued, and the finished task, the next one,
+ * its queue row, the execution and the events since share the results'
+ * transaction; no evaluation is left queued for the deciders.  A single
+ * result does the same: the workflow it ends has ended when it is
+ * answered.
+ */
+Test(results, a_batch_of_results_decides_the_next_step_in_its_own_transaction)
+{
+	e2e_start(NULL);
+	put_task_def("ra", 0, 60);
+	put_task_def("rb", 0, 60);
+	put_two_task_workflow("rab", "ra", "rb");
+	char ids[3][37];
+	for (int k = 0; k < 3; k++)
+		e2e_start_workflow("rab", json_pack("{s:i}", "n", 10 + k),
+				   ids[k]);
+	json_t *tasks = lease_n("ra", "w1", 3);
+	long long decided = e2e_metric("nodeflow_result_decided_total");
+	report_all("ra", "w1", tasks);
+	json_decref(tasks);
+	cr_assert_eq(e2e_metric("nodeflow_result_decided_total") - decided, 3);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"DecideQueues\"", NULL),
+		     0);
+	for (int k = 0; k < 3; k++) {
+		cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\" q"
+					 " JOIN \"TaskExecutions\" t ON"
+					 " t.\"id\" = q.\"taskId\" WHERE"
+					 " t.\"workflowId\" = $1::uuid AND"
+					 " t.\"refName\" = 'b' AND"
+					 " (t.\"input\"->>'got')::int ="
+					 " (t.\"input\"->>'n')::int",
+					 ids[k]),
+			     1, "b was not queued with a's result");
+		cr_assert_eq(writers_since_first_lease(ids[k]), 1,
+			     "a's result and b's scheduling are two "
+			     "transactions");
+		cr_assert_eq(e2e_sql_int("SELECT \"eventSeq\" FROM"
+					 " \"WorkflowExecutions\" WHERE"
+					 " \"id\" = $1::uuid",
+					 ids[k]),
+			     e2e_sql_int("SELECT max(\"seq\") FROM"
+					 " \"WorkflowEvents\" WHERE"
+					 " \"workflowId\" = $1::uuid",
+					 ids[k]));
+	}
+	json_t *t = lease_n("rb", "w1", 3);
+	const json_t *b0 = task_of(t, ids[0]);
+	cr_assert_eq(complete("rb", e2e_str_at(b0, "id"), "w1",
+			      json_pack("{s:b}", "ok", 1)),
+		     200, "%s", e2e_last_body);
+	json_decref(t);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\""
+				 " WHERE \"id\" = $1::uuid AND \"status\" ="
+				 " 'COMPLETED'",
+				 ids[0]),
+		     1, "the single result did not end its workflow");
+	cr_assert_eq(e2e_metric("nodeflow_result_decided_total") - decided, 4);
+	json_t *events =
+		history(ids[0], "WORKFLOW_STARTED", "WORKFLOW_COMPLETED");
+	json_decref(events);
+}
+
+/*
+ * A batch of more than four results (the batches of a worker polling many
+ * tasks under load) is written alone and left to the deciders, whose
+ * batches share their writes among more workflows: the next tasks come
+ * in a transaction of their own.
+ */
+Test(results, a_batch_of_more_than_four_results_is_left_to_the_deciders)
+{
+	enum { K = 5 };
+	e2e_start(NULL);
+	put_task_def("ra", 0, 60);
+	put_task_def("rb", 0, 60);
+	put_two_task_workflow("rab", "ra", "rb");
+	char ids[K][37];
+	for (int k = 0; k < K; k++)
+		e2e_start_workflow("rab", json_pack("{s:i}", "n", k), ids[k]);
+	json_t *tasks = lease_n("ra", "w1", K);
+	long long decided = e2e_metric("nodeflow_result_decided_total");
+	report_all("ra", "w1", tasks);
+	json_decref(tasks);
+	json_decref(lease_n("rb", "w1", K));
+	cr_assert_eq(e2e_metric("nodeflow_result_decided_total"), decided);
+	for (int k = 0; k < K; k++)
+		cr_assert_eq(writers_since_first_lease(ids[k]), 3,
+			     "the result, the deciders' step and the lease of "
+			     "b are not three transactions");
+}
+
+/* A workflow of a SIMPLE task "a" (queue da), a SET_VARIABLE of its
+ * output, a fork of "l" (dl) and "r" (dr), and their JOIN. */
+static void
+put_fork_workflow(const char *name)
+{
+	char body[2048];
+	snprintf(body, sizeof(body),
+		 "{\"name\":\"%s\",\"version\":1,\"tasks\":["
+		 "{\"name\":\"da\",\"taskReferenceName\":\"a\","
+		 "\"type\":\"SIMPLE\","
+		 "\"inputParameters\":{\"n\":\"${workflow.input.n}\"}},"
+		 "{\"name\":\"keep\",\"taskReferenceName\":\"keep\","
+		 "\"type\":\"SET_VARIABLE\","
+		 "\"inputParameters\":{\"v\":\"${a.output.v}\"}},"
+		 "{\"name\":\"fork\",\"taskReferenceName\":\"fork\","
+		 "\"type\":\"FORK_JOIN\",\"forkTasks\":["
+		 "[{\"name\":\"dl\",\"taskReferenceName\":\"l\","
+		 "\"type\":\"SIMPLE\",\"inputParameters\":"
+		 "{\"n\":\"${workflow.variables.v}\"}}],"
+		 "[{\"name\":\"dr\",\"taskReferenceName\":\"r\","
+		 "\"type\":\"SIMPLE\",\"inputParameters\":"
+		 "{\"n\":\"${a.output.v}\"}}]]},"
+		 "{\"name\":\"join\",\"taskReferenceName\":\"join\","
+		 "\"type\":\"JOIN\",\"joinOn\":[\"l\",\"r\"]}]}",
+		 name);
+	e2e_call_ok("POST", NS "/workflow-definitions", body, 201);
+}
+
+/* Waits until no evaluation is queued. */
+static void
+deciders_settle(void)
+{
+	struct sql_probe settled = {
+		"SELECT 1 - least(count(*), 1) FROM \"DecideQueues\"", 1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &settled),
+		  "an evaluation is still queued");
+}
+
+/*
+ * What results decide is what the deciders decide after them: the same
+ * workflow (a task, a SET_VARIABLE of its output, a fork, a JOIN) driven
+ * by the same results on a server that decides with results and on one
+ * that leaves it to the deciders (--results-decide 0) has the same tasks,
+ * queue rows, events in the same order, counters and variables, after
+ * each step.
+ */
+Test(results, a_step_decided_with_its_result_is_the_deciders_step)
+{
+	const char *deciders[] = {"--results-decide", "0", NULL};
+	e2e_open();
+	e2e_serve(NULL);
+	e2e_serve(deciders);
+	put_task_def("da", 0, 60);
+	put_task_def("dl", 0, 60);
+	put_task_def("dr", 0, 60);
+	put_fork_workflow("rfork");
+	char a[37], b[37];
+	e2e_start_workflow("rfork", json_pack("{s:i}", "n", 7), a);
+	e2e_start_workflow("rfork", json_pack("{s:i}", "n", 7), b);
+	const char *wfs[] = {a, b};
+	json_t *first = lease_n("da", "w1", 2);
+	for (int k = 0; k < 2; k++) {
+		json_t *one = json_pack("[O]", task_of(first, wfs[k]));
+		e2e_use(k);
+		report_all("da", "w1", one);
+		json_decref(one);
+	}
+	json_decref(first);
+	e2e_use(0);
+	deciders_settle();
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL),
+		     4, "l and r of each");
+	same_rows(a, b);
+
+	json_t *l = lease_n("dl", "w1", 2), *r = lease_n("dr", "w1", 2);
+	for (int k = 0; k < 2; k++) {
+		json_t *lk = json_pack("[O]", task_of(l, wfs[k]));
+		json_t *rk = json_pack("[O]", task_of(r, wfs[k]));
+		e2e_use(k);
+		report_all("dl", "w1", lk);
+		report_all("dr", "w1", rk);
+		json_decref(lk);
+		json_decref(rk);
+	}
+	json_decref(l);
+	json_decref(r);
+	e2e_use(0);
+	json_decref(e2e_wait_status(a, "COMPLETED", DECIDE_TIMEOUT_MS));
+	json_decref(e2e_wait_status(b, "COMPLETED", DECIDE_TIMEOUT_MS));
+	deciders_settle();
+	same_rows(a, b);
+	cr_assert_eq(e2e_metric("nodeflow_result_decided_total"), 3);
+	e2e_use(1);
+	cr_assert_eq(e2e_metric("nodeflow_result_decided_total"), 0);
+	e2e_use(0);
+}
+
+/*
+ * A next step the database refuses (a trigger refuses the task rows of
+ * workflows whose n is 3) fails no result: the results are written
+ * without their decisions, for the deciders, which postpone the refused
+ * one and decide it once it is accepted; the other workflow of the batch
+ * is decided by the deciders meanwhile.
+ */
+Test(results, results_whose_next_step_is_refused_are_left_to_the_deciders)
+{
+	e2e_start(NULL);
+	put_task_def("xa", 0, 60);
+	put_task_def("xb", 0, 60);
+	put_two_task_workflow("xab", "xa", "xb");
+	char refused[37], other[37];
+	e2e_start_workflow("xab", json_pack("{s:i}", "n", 3), refused);
+	e2e_start_workflow("xab", json_pack("{s:i}", "n", 4), other);
+	json_t *tasks = lease_n("xa", "w1", 2);
+	refuse_tasks_of_n3();
+	long long failed = e2e_metric("nodeflow_result_decide_failures_total");
+	report_all("xa", "w1", tasks);
+	json_decref(tasks);
+	cr_assert_eq(e2e_metric("nodeflow_result_decide_failures_total") -
+			     failed,
+		     1);
+	cr_assert(strstr(e2e_log(), "were not decided"), "%s", e2e_log());
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"refName\" = 'a' AND \"status\" ="
+				 " 'COMPLETED'",
+				 NULL),
+		     2, "the results were not recorded");
+	struct sql_probe postponed = {
+		"SELECT count(*) FROM \"DecideQueues\" WHERE \"reason\" ="
+		" 'failed' AND \"enqueuedAt\" > now()",
+		1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &postponed),
+		  "the deciders did not postpone the refused evaluation");
+	json_t *b = lease_n("xb", "w1", 1);
+	cr_assert_str_eq(e2e_str_at(json_array_get(b, 0), "workflowId"), other);
+	json_decref(b);
+	accept_tasks_again();
+	json_decref(lease_n("xb", "w1", 1));
+}
+
+struct racer {
+	pthread_t t;
+	const char *path;
+	char *body;
+	long status;
+	char *answer;
+};
+
+static void *
+racer_main(void *arg)
+{
+	struct racer *r = arg;
+	CURL *h = curl_easy_init();
+	r->status = request_within(h, "POST", r->path, r->body, &r->answer,
+				   DECIDE_TIMEOUT_MS);
+	curl_easy_cleanup(h);
+	return NULL;
+}
+
+/* The results body for every task of tasks, by worker w1. */
+static char *
+results_body(const json_t *tasks)
+{
+	json_t *results = json_array();
+	size_t i;
+	const json_t *t;
+	json_array_foreach (tasks, i, t)
+		json_array_append_new(results,
+				      json_pack("{s:s,s:s,s:s,s:{}}", "taskId",
+						e2e_str_at(t, "id"), "workerId",
+						"w1", "status", "COMPLETED",
+						"output"));
+	json_t *body = json_pack("{s:o}", "results", results);
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	return text;
+}
+
+/*
+ * Two batches of results for the two branches of the same forks, sent at
+ * once: each decides the workflows it touched in its own transaction, the
+ * second waiting for the first's, so every JOIN completes exactly once,
+ * every workflow ends, and every history stays gap-free.
+ */
+Test(results, two_batches_racing_on_the_same_forks_join_each_once)
+{
+	enum { K = 4 }; /* the largest batch that decides */
+	e2e_start(NULL);
+	put_task_def("da", 0, 60);
+	put_task_def("dl", 0, 60);
+	put_task_def("dr", 0, 60);
+	put_fork_workflow("race");
+	char ids[K][37];
+	for (int k = 0; k < K; k++)
+		e2e_start_workflow("race", json_pack("{s:i}", "n", k), ids[k]);
+	json_t *first = lease_n("da", "w1", K);
+	report_all("da", "w1", first);
+	json_decref(first);
+	json_t *l = lease_n("dl", "w1", K), *r = lease_n("dr", "w1", K);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	set_base(e2e_server());
+	struct racer racers[2] = {
+		{.path = NS "/queues/dl/results", .body = results_body(l)},
+		{.path = NS "/queues/dr/results", .body = results_body(r)},
+	};
+	json_decref(l);
+	json_decref(r);
+	for (int i = 0; i < 2; i++)
+		cr_assert(pthread_create(&racers[i].t, NULL, racer_main,
+					 &racers[i]) == 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(racers[i].t, NULL);
+		cr_assert_eq(racers[i].status, 200, "%s",
+			     racers[i].answer ? racers[i].answer : "");
+		json_t *v = json_loads(racers[i].answer, 0, NULL);
+		size_t j;
+		json_t *it;
+		json_array_foreach (json_object_get(v, "results"), j, it)
+			cr_assert(json_is_true(json_object_get(it, "ok")), "%s",
+				  racers[i].answer);
+		json_decref(v);
+		free(racers[i].body);
+		free(racers[i].answer);
+	}
+	for (int k = 0; k < K; k++)
+		json_decref(e2e_wait_status(ids[k], "COMPLETED",
+					    DECIDE_TIMEOUT_MS));
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"refName\" = 'join' AND \"status\""
+				 " = 'COMPLETED'",
+				 NULL),
+		     K);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
+				 " WHERE \"refName\" = 'join'",
+				 NULL),
+		     K);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM (SELECT \"workflowId\""
+				 " FROM \"WorkflowEvents\" GROUP BY 1"
+				 " HAVING count(*) <> max(\"seq\")"
+				 " OR count(DISTINCT \"seq\") <> count(*)) g",
+				 NULL),
+		     0, "a history has a gap or a repeat");
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowEvents\""
+				 " WHERE \"type\" = 'WORKFLOW_COMPLETED'",
+				 NULL),
+		     K);
 }
 
 /* ============================================================== listing */

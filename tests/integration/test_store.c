@@ -671,7 +671,8 @@ Test(plans, a_workers_lease_and_results_read_only_their_queue_rows,
 	long long before_results = queue_rows_read(db);
 	enum queue_fate fate[3];
 	bool freed = false;
-	cr_assert(queue_results(db, "default/x", mine, 3, fate, &freed, &e),
+	cr_assert(queue_results(db, "default/x", mine, 3, fate, &freed, NULL,
+				NULL, &e),
 		  "%s", e.msg);
 	free(mine);
 	for (int k = 0; k < 3; k++)
