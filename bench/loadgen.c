@@ -18,6 +18,9 @@
  * Latency: per workflow, from the start call's response to the poll response
  * that carried its first task (refName t1).  In phased mode that includes
  * the wait for the drain phase; mixed mode is where it means "queue delay".
+ * With more than one task, CHAIN|system|p50_ms|p90_ms|p99_ms|max_ms|n gives
+ * the same from the start to the poll that carried its last task (refName
+ * tT): T - 1 results, the decisions after them and the polls.
  *
  * Paced (--rate) runs of at least two minutes also print the latency per
  * minute, bucketed by when the worker received the task, over the whole
@@ -329,12 +332,33 @@ starter(void *arg)
 
 /* ------------------------------------------------------------- workers */
 
+/* When a worker received tasks of a kind (a workflow's first or last). */
+struct receipts {
+	struct stamp *v;
+	size_t n, cap;
+};
+
 struct worker {
 	pthread_t th;
 	int idx;
-	struct stamp *firsts; /* first-task receipts */
-	size_t n_firsts, cap_firsts;
+	struct receipts firsts; /* first-task receipts (refName t1) */
+	struct receipts lasts;	/* last-task receipts (refName tT, T > 1) */
 };
+
+static void
+receipt_add(struct receipts *r, const char *workflow_id, double t)
+{
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 1024;
+		r->v = realloc(r->v, r->cap * sizeof(*r->v));
+		if (!r->v)
+			die("out of memory");
+	}
+	if (parse_uuid(workflow_id, r->v[r->n].id)) {
+		r->v[r->n].t = t;
+		r->n++;
+	}
+}
 
 static void *
 worker_main(void *arg)
@@ -354,6 +378,9 @@ worker_main(void *arg)
 	size_t rcap = 256 + (size_t)opt.batch * 160;
 	char *rbody = xmalloc(rcap);
 	char (*ids)[37] = xmalloc((size_t)opt.batch * sizeof(*ids));
+	char last_ref[32] = "";
+	if (opt.tasks > 1)
+		snprintf(last_ref, sizeof(last_ref), "t%ld", opt.tasks);
 
 	while (!atomic_load(&workers_stop) && !atomic_load(&server_gone)) {
 		long st = http(&c, "POST", poll_path, poll_body);
@@ -385,24 +412,10 @@ worker_main(void *arg)
 			if (!id)
 				continue;
 			snprintf(ids[k++], 37, "%s", id);
-			if (ref && wfid && strcmp(ref, "t1") == 0) {
-				if (w->n_firsts == w->cap_firsts) {
-					w->cap_firsts = w->cap_firsts
-								? w->cap_firsts * 2
-								: 1024;
-					w->firsts = realloc(
-						w->firsts,
-						w->cap_firsts *
-							sizeof(*w->firsts));
-					if (!w->firsts)
-						die("out of memory");
-				}
-				struct stamp *s = &w->firsts[w->n_firsts];
-				if (parse_uuid(wfid, s->id)) {
-					s->t = t_recv;
-					w->n_firsts++;
-				}
-			}
+			if (ref && wfid && strcmp(ref, "t1") == 0)
+				receipt_add(&w->firsts, wfid, t_recv);
+			else if (ref && wfid && strcmp(ref, last_ref) == 0)
+				receipt_add(&w->lasts, wfid, t_recv);
 		}
 		json_decref(doc);
 		/* The whole batch in one request. */
@@ -567,6 +580,35 @@ pct(const double *v, size_t n, double p)
 		return 0;
 	size_t i = (size_t)(p * (double)(n - 1) + 0.5);
 	return v[i < n ? i : n - 1];
+}
+
+/* Joins one worker's receipts r with the start stamps (sorted, n_st of
+ * them): appends each receipt's latency since its start (ms) to lat and
+ * its time since t0 (s) to at, from index n up to n_ok; counts receipts
+ * that came before their start's response in *negative (as 0 ms).  Frees
+ * r's stamps; returns the new count. */
+static size_t
+join_receipts(struct receipts *r, size_t n_st, long n_ok, double t0,
+	      double *lat, double *at, size_t n, size_t *negative)
+{
+	for (size_t k = 0; k < r->n; k++) {
+		struct stamp *s = bsearch(&r->v[k], starts, n_st,
+					  sizeof(*starts), stamp_cmp);
+		if (!s || (long)n >= n_ok)
+			continue;
+		double d = r->v[k].t - s->t;
+		if (d < 0) {
+			/* the task reached a worker before the start
+			 * call's response reached its starter */
+			(*negative)++;
+			d = 0;
+		}
+		at[n] = r->v[k].t - t0;
+		lat[n++] = d * 1000.0;
+	}
+	free(r->v);
+	r->v = NULL;
+	return n;
 }
 
 /* ---------------------------------------------------------------- main */
@@ -742,25 +784,19 @@ main(int argc, char **argv)
 	double *lat = xmalloc((n_ok + 1) * sizeof(double));
 	double *lat_at = xmalloc((n_ok + 1) * sizeof(double)); /* receipt */
 	size_t n_lat = 0, negative = 0;
-	for (long i = 0; i < opt.workers; i++) {
-		for (size_t k = 0; k < ws[i].n_firsts; k++) {
-			struct stamp *s = bsearch(&ws[i].firsts[k], starts,
-						  n_st, sizeof(*starts),
-						  stamp_cmp);
-			if (!s || (long)n_lat >= n_ok)
-				continue;
-			double d = ws[i].firsts[k].t - s->t;
-			if (d < 0) {
-				/* the first task reached a worker before the
-				 * start call's response reached its starter */
-				negative++;
-				d = 0;
-			}
-			lat_at[n_lat] = ws[i].firsts[k].t - t0;
-			lat[n_lat++] = d * 1000.0;
-		}
-		free(ws[i].firsts);
-	}
+	for (long i = 0; i < opt.workers; i++)
+		n_lat = join_receipts(&ws[i].firsts, n_st, n_ok, t0, lat,
+				      lat_at, n_lat, &negative);
+	/* Start -> last task: the chain of T - 1 results, decisions and
+	 * polls (tasks > 1). */
+	double *chain = xmalloc((n_ok + 1) * sizeof(double));
+	double *chain_at = xmalloc((n_ok + 1) * sizeof(double));
+	size_t n_chain = 0, chain_negative = 0;
+	for (long i = 0; i < opt.workers; i++)
+		n_chain = join_receipts(&ws[i].lasts, n_st, n_ok, t0, chain,
+					chain_at, n_chain, &chain_negative);
+	free(chain_at);
+	qsort(chain, n_chain, sizeof(double), dbl_cmp);
 	/* Per whole minute of starts, before lat is sorted. */
 	double paced_s = opt.rate > 0 ? (double)opt.n / opt.rate : 0;
 	int minutes = opt.mixed && paced_s >= 120 ? (int)(paced_s / 60) : 0;
@@ -837,6 +873,12 @@ main(int argc, char **argv)
 	       sys, pct(lat, n_lat, 0.5), pct(lat, n_lat, 0.9),
 	       pct(lat, n_lat, 0.99), n_lat ? lat[n_lat - 1] : 0.0, n_lat,
 	       negative);
+	if (opt.tasks > 1)
+		printf("CHAIN|%s|p50_ms=%.2f|p90_ms=%.2f|p99_ms=%.2f|"
+		       "max_ms=%.2f|n=%zu\n",
+		       sys, pct(chain, n_chain, 0.5), pct(chain, n_chain, 0.9),
+		       pct(chain, n_chain, 0.99),
+		       n_chain ? chain[n_chain - 1] : 0.0, n_chain);
 	for (int m = 0; m < n_minute_lines; m++)
 		printf("MINUTE|%s|%s\n", sys, minute_lines[m]);
 	if (minutes >= 2)
@@ -845,6 +887,7 @@ main(int argc, char **argv)
 	fflush(stdout);
 
 	free(lat);
+	free(chain);
 	free(st);
 	free(ws);
 	free(starts);

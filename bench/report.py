@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py LOG -- the tables of one bench/run.sh log (markdown).
 
-Reads RESULT| lines (node-flow and peers), TASKS|/LATENCY| (node-flow), PROBE| (per-phase
+Reads RESULT| lines (node-flow and peers), TASKS|/LATENCY|/CHAIN| (node-flow), PROBE| (per-phase
 counters from probe.sh), TABLE| (rows written per table), STMT| (pg_stat_statements, with
 --stats), SAMPLE| (pg_stat_activity and top samples), MINUTE|/SOAK|/DEAD| (the paced soak's
 per-minute latency and dead tuples) and the limit.sh RESULT lines, and prints: the comparison
@@ -34,6 +34,7 @@ def main(path):
     waits = collections.defaultdict(collections.Counter)
     tops = collections.defaultdict(lambda: collections.defaultdict(list))
     lat = {}
+    chain = {}  # system -> start → last task percentiles (CHAIN|)
     minutes = collections.defaultdict(list)  # system -> [(m, n, p50, p99)]
     soak = {}  # system -> (first p99, last p99, ratio, minutes)
     dead = collections.defaultdict(list)  # shape -> [(m, live, dead, autovacuums)]
@@ -59,6 +60,8 @@ def main(path):
             results.append((p[1], num(p[2]), num(p[3]), num(p[4]), p[5], "|".join(p[6:])))
         elif p[0] == "LATENCY":
             lat[p[1]] = dict(kv.split("=", 1) for kv in p[2:] if "=" in kv)
+        elif p[0] == "CHAIN":
+            chain[p[1]] = dict(kv.split("=", 1) for kv in p[2:] if "=" in kv)
         elif p[0] == "MINUTE" and len(p) >= 6:
             minutes[p[1]].append((int(p[2]), int(p[3]), num(p[4]), num(p[5])))
         elif p[0] == "SOAK" and len(p) >= 6:
@@ -172,6 +175,10 @@ def main(path):
     for s in sorted(lat):
         L = lat[s]
         print(f"- {s}: start response → first task in a worker's poll: p50 {L.get('p50_ms')} ms, "
+              f"p90 {L.get('p90_ms')} ms, p99 {L.get('p99_ms')} ms (n={L.get('n')})")
+    for s in sorted(chain):
+        L = chain[s]
+        print(f"- {s}: start response → last task in a worker's poll: p50 {L.get('p50_ms')} ms, "
               f"p90 {L.get('p90_ms')} ms, p99 {L.get('p99_ms')} ms (n={L.get('n')})")
     print()
 

@@ -8,6 +8,8 @@
 #            5-task workflows alone take ~8 min and break the 15-minute budget)
 #            --mixed-n N (the extra 1-task run with starters and workers at once, for latency: N
 #            workflows paced at --rate R starts/s; 0 = skip; default 750 at 25/s)
+#            --mixed5-n N (the same for the 5-task shape, whose CHAIN line adds start -> its last
+#            task at a worker: four results, their decisions and polls; default 0 = skip)
 #            --no-peers  --only "1 5" (node-flow shapes to run)
 #            --replicas K  also run the 1-task shape on K server replicas sharing the database
 #            (loadgen spreads its connections over them), to compare with one
@@ -55,6 +57,7 @@ export PGHOST PGPORT PGUSER
 N=20000
 N5=""
 MIXED_N=750
+MIXED5_N=0
 MIXED_RATE=25
 PEERS=1
 SHAPES="1 5"
@@ -71,6 +74,7 @@ while [ $# -gt 0 ]; do
     --quick) N=5000 ;;
     --n5) N5="$2"; shift ;;
     --mixed-n) MIXED_N="$2"; shift ;;
+    --mixed5-n) MIXED5_N="$2"; shift ;;
     --rate) MIXED_RATE="$2"; shift ;;
     --n) N="$2"; shift ;;
     --n=*) N="${1#--n=}" ;;
@@ -279,6 +283,7 @@ done
 # Starters (paced) and workers at once: the run whose enqueue->worker latency is the engine's
 # own delay (decider + long-poll wake), not time spent behind a backlog.
 if [ "$MIXED_N" -gt 0 ]; then run_nodeflow 1 "$MIXED_N" mixed "$MIXED_RATE"; fi
+if [ "$MIXED5_N" -gt 0 ]; then run_nodeflow 5 "$MIXED5_N" mixed "$MIXED_RATE"; fi
 if [ "$REPLICAS" -gt 1 ]; then run_nodeflow 1 "$N" "$NF_MODE" 0 "$REPLICAS"; fi
 # The peak: this run's 1-task e2e rate (workflows/s, starts and drain), unless --peak.
 if [ "$LATENCY" = 1 ] || [ "$SOAK_MIN" -gt 0 ]; then
