@@ -243,19 +243,8 @@ signal_queue(struct db *db, const struct queue_ref *q, size_t places)
 	json_decref(queues);
 }
 
-static atomic_bool results_decide = true;
+static atomic_bool results_decide = false;
 static atomic_int retry_budget = 600;
-
-/* Results of at most DECIDE_MAX tasks decide in their own transaction: a
- * commit saved on every step is a workflow's latency (the 5-task chain's
- * p50 27-28 against 30-41 ms at 25 workflows/s).  A larger batch, which a
- * worker's batched poll brings under load, is left to the deciders, whose
- * batches share one write among more workflows: decided with their
- * results, batches of a hundred gained nothing at the phased peak (2,093
- * against 2,240 tasks/s, the means of five and four alternating runs
- * whose pairs split either way; docs/benchmarks.md), and the decisions
- * hold the results' locks the longer. */
-enum { DECIDE_MAX = 4 };
 
 void
 workers_set_results_decide(bool on, int retry_budget_per_minute)
@@ -266,7 +255,13 @@ workers_set_results_decide(bool on, int retry_budget_per_minute)
 }
 
 /*
- * Results decide what follows them in their own transaction: the results'
+ * Results may decide what follows them in their own transaction (off by
+ * default: a commit saved on every step is a workflow's latency at low
+ * load, the 5-task chain's p50 27-28 against 30-41 ms at 25 workflows/s,
+ * but the decisions of a few workflows each cost far more than a
+ * decider's shared batch, and they keep a worker waiting for its answer:
+ * paced at 200 5-task workflows/s the chain's p50 was 0.38-0.57 s against
+ * 0.28-0.36 s; docs/benchmarks.md).  The results'
  * statement upserts their workflows' "DecideQueues" rows, so the
  * transaction holds them as a decider's claim would (a decider passes over
  * them, SKIP LOCKED; one that had claimed a row first is waited for), and
@@ -319,7 +314,7 @@ write_results(struct db *db, const char *queue, const char *text, size_t m,
 {
 	pthread_once(&metrics_once, register_metrics);
 	*decided = false;
-	if (m <= DECIDE_MAX && atomic_load(&results_decide)) {
+	if (atomic_load(&results_decide)) {
 		/* The decisions' statements were written for their generic
 		 * plans, which the pool's connections would replan on every
 		 * call. */

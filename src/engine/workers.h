@@ -68,10 +68,10 @@ bool workers_result(struct db *db, const struct queue_ref *q,
 		    const char *task_id, const char *worker,
 		    enum task_result_status status, const json_t *output,
 		    const char *reason, struct err *e);
-/* Whether a batch of results (workers_results) also decides what follows
- * in the workflows it touched, in its own transaction (on until set; the
- * server's --results-decide), and the retry budget those decisions keep
- * to (decide_batch.h).  Set once at start-up. */
+/* Whether results (workers_result, workers_results) also decide what
+ * follows in the workflows they touched, in their own transaction (off
+ * until set; the server's --results-decide), and the retry budget those
+ * decisions keep to (decide_batch.h).  Set once at start-up. */
 void workers_set_results_decide(bool on, int retry_budget_per_minute);
 
 /* One result of a batch (workers_results): the inputs, then its fate. */

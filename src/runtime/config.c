@@ -125,11 +125,11 @@ static const struct config_def defs[] = {
 	INT("start-decides", "NODEFLOW_START_DECIDES", "1", 0, 1, start_decides,
 	    "1: a start decides its workflow's first step in its own "
 	    "transaction; 0: the deciders do, after it"),
-	INT("results-decide", "NODEFLOW_RESULTS_DECIDE", "1", 0, 1,
+	INT("results-decide", "NODEFLOW_RESULTS_DECIDE", "0", 0, 1,
 	    results_decide,
-	    "1: a worker's results of at most four tasks decide what "
-	    "follows in their workflows in their own transaction; 0: the "
-	    "deciders do, after them"),
+	    "1: a worker's results decide what follows in their workflows "
+	    "in their own transaction (lower latency at low load, less "
+	    "throughput near capacity); 0: the deciders do, after them"),
 	INT("retry-budget-per-minute", "NODEFLOW_RETRY_BUDGET_PER_MINUTE",
 	    "600", 1, 1000000, retry_budget_per_minute,
 	    "retries of one task definition per minute before further retries "

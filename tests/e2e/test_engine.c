@@ -2080,6 +2080,9 @@ writers_since_first_lease(const char *id)
 		id);
 }
 
+/* A server whose results decide what follows them (off by default). */
+static const char *const results_decide[] = {"--results-decide", "1", NULL};
+
 /*
  * A worker's batch of results decides what follows in the workflows it
  * touched, in its own transaction: when its answer comes, each
@@ -2091,7 +2094,7 @@ writers_since_first_lease(const char *id)
  */
 Test(results, a_batch_of_results_decides_the_next_step_in_its_own_transaction)
 {
-	e2e_start(NULL);
+	e2e_start(results_decide);
 	put_task_def("ra", 0, 60);
 	put_task_def("rb", 0, 60);
 	put_two_task_workflow("rab", "ra", "rb");
@@ -2146,31 +2149,26 @@ Test(results, a_batch_of_results_decides_the_next_step_in_its_own_transaction)
 }
 
 /*
- * A batch of more than four results (the batches of a worker polling many
- * tasks under load) is written alone and left to the deciders, whose
- * batches share their writes among more workflows: the next tasks come
- * in a transaction of their own.
+ * By default a result only queues its workflow: the deciders decide what
+ * follows, in a transaction of their own, between the result and the
+ * next task's lease.
  */
-Test(results, a_batch_of_more_than_four_results_is_left_to_the_deciders)
+Test(results, by_default_the_deciders_decide_after_a_result)
 {
-	enum { K = 5 };
 	e2e_start(NULL);
 	put_task_def("ra", 0, 60);
 	put_task_def("rb", 0, 60);
 	put_two_task_workflow("rab", "ra", "rb");
-	char ids[K][37];
-	for (int k = 0; k < K; k++)
-		e2e_start_workflow("rab", json_pack("{s:i}", "n", k), ids[k]);
-	json_t *tasks = lease_n("ra", "w1", K);
-	long long decided = e2e_metric("nodeflow_result_decided_total");
+	char id[37];
+	e2e_start_workflow("rab", json_pack("{s:i}", "n", 1), id);
+	json_t *tasks = lease_n("ra", "w1", 1);
 	report_all("ra", "w1", tasks);
 	json_decref(tasks);
-	json_decref(lease_n("rb", "w1", K));
-	cr_assert_eq(e2e_metric("nodeflow_result_decided_total"), decided);
-	for (int k = 0; k < K; k++)
-		cr_assert_eq(writers_since_first_lease(ids[k]), 3,
-			     "the result, the deciders' step and the lease of "
-			     "b are not three transactions");
+	json_decref(lease_n("rb", "w1", 1));
+	cr_assert_eq(e2e_metric("nodeflow_result_decided_total"), 0);
+	cr_assert_eq(writers_since_first_lease(id), 3,
+		     "the result, the deciders' step and the lease of b are "
+		     "not three transactions");
 }
 
 /* A workflow of a SIMPLE task "a" (queue da), a SET_VARIABLE of its
@@ -2223,7 +2221,7 @@ Test(results, a_step_decided_with_its_result_is_the_deciders_step)
 {
 	const char *deciders[] = {"--results-decide", "0", NULL};
 	e2e_open();
-	e2e_serve(NULL);
+	e2e_serve(results_decide);
 	e2e_serve(deciders);
 	put_task_def("da", 0, 60);
 	put_task_def("dl", 0, 60);
@@ -2279,7 +2277,7 @@ Test(results, a_step_decided_with_its_result_is_the_deciders_step)
  */
 Test(results, results_whose_next_step_is_refused_are_left_to_the_deciders)
 {
-	e2e_start(NULL);
+	e2e_start(results_decide);
 	put_task_def("xa", 0, 60);
 	put_task_def("xb", 0, 60);
 	put_two_task_workflow("xab", "xa", "xb");
@@ -2359,8 +2357,8 @@ results_body(const json_t *tasks)
  */
 Test(results, two_batches_racing_on_the_same_forks_join_each_once)
 {
-	enum { K = 4 }; /* the largest batch that decides */
-	e2e_start(NULL);
+	enum { K = 12 };
+	e2e_start(results_decide);
 	put_task_def("da", 0, 60);
 	put_task_def("dl", 0, 60);
 	put_task_def("dr", 0, 60);
