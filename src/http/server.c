@@ -1445,11 +1445,16 @@ http_server_start(const struct http_server_opts *o, struct err *e)
 	/* MHD's threads parse and send; one carries thousands of requests a
 	 * second, so one per sixteen handler threads. */
 	unsigned io_threads = ((unsigned)o->threads + 15) / 16;
+	/* A pool of one is no pool: MHD ignores it with a warning. */
+	struct MHD_OptionItem pool[] = {
+		{io_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+		 (intptr_t)io_threads, NULL},
+		{MHD_OPTION_END, 0, NULL},
+	};
 	s->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
-		on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_THREAD_POOL_SIZE, io_threads,
-		MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_seconds,
+		on_mhd_log, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_ARRAY,
+		pool, MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_seconds,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,

@@ -426,6 +426,26 @@ Test(server, healthz_is_ok)
 	stop_server();
 }
 
+/* A server started at its defaults, or with enough handler threads for
+ * a pool of HTTP threads (one per sixteen), says nothing is amiss: it
+ * once warned on every start that a pool of one thread is ignored. */
+Test(server, a_start_warns_of_nothing)
+{
+	const char *const pooled[] = {"--http-threads", "40", NULL};
+	const char *const *flags[] = {NULL, pooled};
+	th_db_clone(&db);
+	for (size_t i = 0; i < 2; i++) {
+		th_server_start(&srv, db.url, flags[i]);
+		struct th_response r;
+		th_http(&srv, "GET", "/healthz", NULL, 0, &r);
+		cr_assert_eq(r.status, 200, "%s", r.body);
+		th_response_free(&r);
+		cr_assert_null(strstr(srv.proc.output, " warn "), "%s",
+			       srv.proc.output);
+		stop_server();
+	}
+}
+
 /* -------------------------------------------------------------- /readyz */
 
 /* The body of the last /readyz, for failure messages. */
