@@ -128,8 +128,8 @@ static const struct config_def defs[] = {
 	INT("results-decide", "NODEFLOW_RESULTS_DECIDE", "0", 0, 1,
 	    results_decide,
 	    "1: a worker's results decide what follows in their workflows "
-	    "in their own transaction (lower latency at low load, less "
-	    "throughput near capacity); 0: the deciders do, after them"),
+	    "in their own transaction (lower latency at low load, higher "
+	    "near capacity); 0: the deciders do, after them"),
 	INT("retry-budget-per-minute", "NODEFLOW_RETRY_BUDGET_PER_MINUTE",
 	    "600", 1, 1000000, retry_budget_per_minute,
 	    "retries of one task definition per minute before further retries "
