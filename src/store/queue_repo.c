@@ -401,10 +401,41 @@ DB_STMT(queue_results_stmt,
 	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
 		"td", "'TASK_' || s.\"s\"",
 		"jsonb_build_object('workerId', s.\"w\", 'reason', s.\"r\")") " SELECT i.\"n\", l.\"taskId\" IS NOT NULL, t.\"id\" IS NOT NULL,"
-									      " (SELECT count(*) FROM hf),"
-									      " (SELECT count(DISTINCT t.\"workflowId\") FROM t),"
-									      " (SELECT coalesce(array_agg(DISTINCT t.\"workflowId\"), '{}') FROM t)::text"
+									      " (SELECT count(*) FROM hf), t.\"workflowId\"::text"
 									      " FROM i LEFT JOIN l USING (\"n\") LEFT JOIN t USING (\"n\")");
+
+static int
+by_text(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The distinct non-null values of column col of res, as a uuid[] literal
+ * in id order, and how many (*n). */
+static char *
+workflows_recorded(const PGresult *res, int col, size_t *n)
+{
+	int rows = PQntuples(res);
+	char **ids = xcalloc((size_t)rows + 1, sizeof(*ids));
+	size_t m = 0;
+	for (int i = 0; i < rows; i++)
+		if (!PQgetisnull(res, i, col))
+			ids[m++] = PQgetvalue(res, i, col);
+	if (m > 1)
+		qsort(ids, m, sizeof(*ids), by_text);
+	struct strbuf sb = STRBUF_INIT;
+	sb_putc(&sb, '{');
+	*n = 0;
+	for (size_t i = 0; i < m; i++) {
+		if (i && strcmp(ids[i], ids[i - 1]) == 0)
+			continue;
+		sb_printf(&sb, "%s%s", *n ? "," : "", ids[i]);
+		(*n)++;
+	}
+	sb_putc(&sb, '}');
+	free(ids);
+	return sb_steal(&sb);
+}
 
 bool
 queue_results(struct db *db, const char *queue, const char *batch, size_t n,
@@ -416,12 +447,8 @@ queue_results(struct db *db, const char *queue, const char *batch, size_t n,
 	if (!res)
 		return false;
 	*freed = false;
-	if (workflows) {
-		bool any = PQntuples(res) > 0;
-		*workflows = xstrdup(any ? PQgetvalue(res, 0, 5) : "{}");
-		*n_workflows =
-			any ? strtoul(PQgetvalue(res, 0, 4), NULL, 10) : 0;
-	}
+	if (workflows)
+		*workflows = workflows_recorded(res, 4, n_workflows);
 	for (size_t k = 0; k < n; k++)
 		fate[k] = QUEUE_FATE_NOT_LEASED;
 	for (int i = 0; i < PQntuples(res); i++) {

@@ -1905,6 +1905,21 @@ Test(starts, a_first_step_decided_at_start_is_the_deciders_first_step)
 	e2e_use(0);
 }
 
+/* After decisions the database refused were left to the deciders (and
+ * logged): the deciders try, are refused too, and postpone the one
+ * evaluation. */
+static void
+deciders_postpone_the_refused(void)
+{
+	cr_assert(strstr(e2e_log(), "were not decided"), "%s", e2e_log());
+	struct sql_probe postponed = {
+		"SELECT count(*) FROM \"DecideQueues\" WHERE \"reason\" ="
+		" 'failed' AND \"enqueuedAt\" > now()",
+		1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &postponed),
+		  "the deciders did not postpone the refused evaluation");
+}
+
 /*
  * A first step the database refuses (a trigger refuses one workflow's
  * task) fails no start: the group is written without its decisions, for
@@ -1928,13 +1943,7 @@ Test(starts, a_start_whose_first_step_is_refused_is_left_to_the_deciders)
 				 " 'RUNNING'",
 				 refused),
 		     1, "the start was not written");
-	cr_assert(strstr(e2e_log(), "were not decided"), "%s", e2e_log());
-	struct sql_probe postponed = {
-		"SELECT count(*) FROM \"DecideQueues\" WHERE \"reason\" ="
-		" 'failed' AND \"enqueuedAt\" > now()",
-		1, 0};
-	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &postponed),
-		  "the deciders did not postpone the refused evaluation");
+	deciders_postpone_the_refused();
 	e2e_start_workflow("rfw", json_pack("{s:i}", "n", 4), other);
 	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided, 1);
 	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
@@ -2030,23 +2039,33 @@ task_of(const json_t *tasks, const char *id)
 	return NULL;
 }
 
+/* The results {"v": the task's input n} of every task of tasks, by
+ * worker: a JSON array. */
+static json_t *
+results_of(const json_t *tasks, const char *worker)
+{
+	json_t *results = json_array();
+	size_t i;
+	const json_t *t;
+	json_array_foreach (tasks, i, t)
+		json_array_append_new(
+			results,
+			json_pack("{s:s,s:s,s:s,s:{s:O?}}", "taskId",
+				  e2e_str_at(t, "id"), "workerId", worker,
+				  "status", "COMPLETED", "output", "v",
+				  json_object_get(json_object_get(t, "input"),
+						  "n")));
+	return results;
+}
+
 /* The results of tasks (COMPLETED, output {"v": the task's input n}),
  * reported by worker in one request on queue; each must be recorded. */
 static void
 report_all(const char *queue, const char *worker, const json_t *tasks)
 {
-	json_t *results = json_array();
+	json_t *results = results_of(tasks, worker);
 	size_t i;
 	const json_t *t;
-	json_array_foreach (tasks, i, t) {
-		json_array_append_new(
-			results,
-			json_pack("{s:s,s:s,s:s,s:{s:O}}", "taskId",
-				  e2e_str_at(t, "id"), "workerId", worker,
-				  "status", "COMPLETED", "output", "v",
-				  json_object_get(json_object_get(t, "input"),
-						  "n")));
-	}
 	char path[256];
 	snprintf(path, sizeof(path), NS "/queues/%s/results", queue);
 	json_t *v = e2e_callj("POST", path, 200,
@@ -2292,18 +2311,12 @@ Test(results, results_whose_next_step_is_refused_are_left_to_the_deciders)
 	cr_assert_eq(e2e_metric("nodeflow_result_decide_failures_total") -
 			     failed,
 		     1);
-	cr_assert(strstr(e2e_log(), "were not decided"), "%s", e2e_log());
 	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskExecutions\""
 				 " WHERE \"refName\" = 'a' AND \"status\" ="
 				 " 'COMPLETED'",
 				 NULL),
 		     2, "the results were not recorded");
-	struct sql_probe postponed = {
-		"SELECT count(*) FROM \"DecideQueues\" WHERE \"reason\" ="
-		" 'failed' AND \"enqueuedAt\" > now()",
-		1, 0};
-	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &postponed),
-		  "the deciders did not postpone the refused evaluation");
+	deciders_postpone_the_refused();
 	json_t *b = lease_n("xb", "w1", 1);
 	cr_assert_str_eq(e2e_str_at(json_array_get(b, 0), "workflowId"), other);
 	json_decref(b);
@@ -2311,8 +2324,11 @@ Test(results, results_whose_next_step_is_refused_are_left_to_the_deciders)
 	json_decref(lease_n("xb", "w1", 1));
 }
 
-struct racer {
+/* A batch of results sent to path on a thread of its own, once every
+ * sender has reached the barrier go. */
+struct batch_sender {
 	pthread_t t;
+	pthread_barrier_t *go;
 	const char *path;
 	char *body;
 	long status;
@@ -2320,12 +2336,12 @@ struct racer {
 };
 
 static void *
-racer_main(void *arg)
+batch_sender_main(void *arg)
 {
-	struct racer *r = arg;
+	struct batch_sender *b = arg;
 	CURL *h = curl_easy_init();
-	r->status = request_within(h, "POST", r->path, r->body, &r->answer,
-				   DECIDE_TIMEOUT_MS);
+	pthread_barrier_wait(b->go);
+	b->status = worker_req(h, "POST", b->path, b->body, &b->answer);
 	curl_easy_cleanup(h);
 	return NULL;
 }
@@ -2334,16 +2350,7 @@ racer_main(void *arg)
 static char *
 results_body(const json_t *tasks)
 {
-	json_t *results = json_array();
-	size_t i;
-	const json_t *t;
-	json_array_foreach (tasks, i, t)
-		json_array_append_new(results,
-				      json_pack("{s:s,s:s,s:s,s:{}}", "taskId",
-						e2e_str_at(t, "id"), "workerId",
-						"w1", "status", "COMPLETED",
-						"output"));
-	json_t *body = json_pack("{s:o}", "results", results);
+	json_t *body = json_pack("{s:o}", "results", results_of(tasks, "w1"));
 	char *text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	return text;
@@ -2370,30 +2377,37 @@ Test(results, two_batches_racing_on_the_same_forks_join_each_once)
 	report_all("da", "w1", first);
 	json_decref(first);
 	json_t *l = lease_n("dl", "w1", K), *r = lease_n("dr", "w1", K);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	pthread_barrier_t go;
+	pthread_barrier_init(&go, NULL, 2);
 	set_base(e2e_server());
-	struct racer racers[2] = {
-		{.path = NS "/queues/dl/results", .body = results_body(l)},
-		{.path = NS "/queues/dr/results", .body = results_body(r)},
+	struct batch_sender b[2] = {
+		{.go = &go,
+		 .path = NS "/queues/dl/results",
+		 .body = results_body(l)},
+		{.go = &go,
+		 .path = NS "/queues/dr/results",
+		 .body = results_body(r)},
 	};
 	json_decref(l);
 	json_decref(r);
 	for (int i = 0; i < 2; i++)
-		cr_assert(pthread_create(&racers[i].t, NULL, racer_main,
-					 &racers[i]) == 0);
+		cr_assert(pthread_create(&b[i].t, NULL, batch_sender_main,
+					 &b[i]) == 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(b[i].t, NULL);
+	pthread_barrier_destroy(&go);
 	for (int i = 0; i < 2; i++) {
-		pthread_join(racers[i].t, NULL);
-		cr_assert_eq(racers[i].status, 200, "%s",
-			     racers[i].answer ? racers[i].answer : "");
-		json_t *v = json_loads(racers[i].answer, 0, NULL);
+		cr_assert_eq(b[i].status, 200, "%s",
+			     b[i].answer ? b[i].answer : "");
+		json_t *v = json_loads(b[i].answer, 0, NULL);
 		size_t j;
 		json_t *it;
 		json_array_foreach (json_object_get(v, "results"), j, it)
 			cr_assert(json_is_true(json_object_get(it, "ok")), "%s",
-				  racers[i].answer);
+				  b[i].answer);
 		json_decref(v);
-		free(racers[i].body);
-		free(racers[i].answer);
+		free(b[i].body);
+		free(b[i].answer);
 	}
 	for (int k = 0; k < K; k++)
 		json_decref(e2e_wait_status(ids[k], "COMPLETED",
@@ -2843,26 +2857,6 @@ Test(leases, a_batch_commits_once_and_records_a_task_once)
 /* Two workers report batches at once whose tasks belong to the same
  * workflows (both branches of each fork), listed in opposite orders:
  * every result is recorded, none refused, every workflow completes. */
-struct batch_sender {
-	pthread_t t;
-	pthread_barrier_t *go;
-	char *body;
-	long status;
-	char *answer;
-};
-
-static void *
-batch_sender_main(void *arg)
-{
-	struct batch_sender *b = arg;
-	CURL *h = curl_easy_init();
-	pthread_barrier_wait(b->go);
-	b->status = worker_req(h, "POST", NS "/queues/xq/results", b->body,
-			       &b->answer);
-	curl_easy_cleanup(h);
-	return NULL;
-}
-
 Test(leases, crossing_batches_of_one_workflows_tasks_all_land)
 {
 	enum { WF = 12 };
@@ -2926,7 +2920,9 @@ Test(leases, crossing_batches_of_one_workflows_tasks_all_land)
 	set_base(e2e_server());
 	struct batch_sender b[2];
 	for (int k = 0; k < 2; k++) {
-		b[k] = (struct batch_sender){.go = &go, .body = body[k]};
+		b[k] = (struct batch_sender){.go = &go,
+					     .path = NS "/queues/xq/results",
+					     .body = body[k]};
 		cr_assert(pthread_create(&b[k].t, NULL, batch_sender_main,
 					 &b[k]) == 0);
 	}
