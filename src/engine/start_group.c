@@ -26,14 +26,18 @@
  * lingering halved their number.  A start that comes alone is written at
  * once.
  *
- * A group of at most DECIDE_MAX starts decides their first steps too:
- * alone or nearly, a start's one commit saved is its first task's
- * latency (p99 2.2-2.4 ms against 6.0-7.0 ms at 25 starts/s).  A larger
- * group means starts queue behind the write in progress, and there the
- * decisions, which hold the group's transaction several times as long,
- * cost the starters more than the deciders' own batches do beside them
- * (1,127-1,360 against 1,629-2,267 workflows/s phased, in alternating
- * runs; docs/benchmarks.md).
+ * A group of at most DECIDE_MAX starts, none of which came while another
+ * group was being gathered or written, decides their first steps too
+ * (a start that waited is the mark of a load): alone or nearly, a
+ * start's one commit saved is its first task's latency (p99 2.2-2.4 ms
+ * against 6.0-7.0 ms at 25 starts/s).  Starts that queue behind the write
+ * in progress are a load under which the decisions, which hold the
+ * group's transaction several times as long, cost the starters more than
+ * the deciders' own batches do beside them (1,127-1,360 against
+ * 1,629-2,267 workflows/s phased, in alternating runs; docs/benchmarks.md),
+ * however small the group: starts paced at hundreds a second, or spread
+ * over replicas, queue in groups of a few, and each group's decisions
+ * would be a statement of their own where a decider writes one for many.
  */
 enum { BUSY_NS = 1000000, LINGER_NS = 500000, DECIDE_MAX = 4 };
 
@@ -43,6 +47,7 @@ struct job {
 	const struct start_first *first; /* NULL: the deciders decide it */
 	struct job *next;
 	bool done;
+	bool queued; /* it came while a group was gathered or written */
 	/* How it went, once done: */
 	bool alone;     /* its group's statement failed: its caller writes it */
 	bool decided;   /* its first step was written with it */
@@ -169,16 +174,19 @@ write_deciding(struct db *db, struct job *const *jobs,
 }
 
 /* The group's starts, their first steps decided with them when they can
- * be: a group whose decisions fail is written without them. */
+ * be (a small group of starts that queued behind no other write): a group
+ * whose decisions fail is written without them. */
 static bool
 write_group(struct db *db, struct job *const *jobs,
 	    const struct exec_start *const *s, size_t n,
 	    struct exec_started *out, struct err *e)
 {
-	bool any = false;
-	for (size_t i = 0; i < n && !any; i++)
-		any = jobs[i]->first != NULL;
-	if (any && n <= DECIDE_MAX && atomic_load(&decides)) {
+	bool any = false, queued = false;
+	for (size_t i = 0; i < n; i++) {
+		any = any || jobs[i]->first != NULL;
+		queued = queued || jobs[i]->queued;
+	}
+	if (any && !queued && n <= DECIDE_MAX && atomic_load(&decides)) {
 		switch (write_deciding(db, jobs, s, n, out, e)) {
 		case GROUP_WRITTEN: return true;
 		case GROUP_REFUSED: return false;
@@ -286,6 +294,7 @@ start_group_write(struct db *db, const struct exec_start *s,
 
 	struct job j = {.s = &x, .first = first, .err = ERR_INIT};
 	pthread_mutex_lock(&lock);
+	j.queued = writing;
 	*tail = &j;
 	tail = &j.next;
 	metric_add(m_waiting, 1);

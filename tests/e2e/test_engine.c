@@ -1601,6 +1601,50 @@ Test(starts, concurrent_starts_are_written_together_each_whole)
 		  "%lld of %d tasks queued", queued.seen, N - 1);
 }
 
+/*
+ * Starts that waited for another group's write leave their first steps to
+ * the deciders, however few they are: starts queueing behind a write are a
+ * load under which a decider's batch for many costs less than each small
+ * group's own decisions.  The first start, which found no write in
+ * progress, decides its own.
+ */
+Test(starts, starts_that_waited_for_a_write_leave_their_first_steps_to_deciders)
+{
+	enum { N = 3 };
+	const char *flags[] = {"--http-threads", "12", "--db-pool-size", "16",
+			       NULL};
+	e2e_start(flags);
+	put_task_def("qs", 0, 60);
+	put_one_task_workflow("qw", "qs");
+	long long writes = e2e_metric("nodeflow_start_writes_total");
+	long long decided = e2e_metric("nodeflow_start_decided_total");
+	const char *bodies[N] = {
+		"{\"name\":\"qw\",\"input\":{\"n\":0},"
+		"\"idempotencyKey\":\"hold\"}",
+		"{\"name\":\"qw\",\"input\":{\"n\":1}}",
+		"{\"name\":\"qw\",\"input\":{\"n\":2}}",
+	};
+	static struct starter ss[N]; /* outlives a failed test's threads */
+	start_behind_a_held_one(ss, N, bodies);
+
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(ss[i].status, 201, "start %d: %ld", i,
+			     ss[i].status);
+	/* The first start alone, then the two that waited, in one group of
+	 * two: small enough to decide, but left to the deciders. */
+	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
+	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided, 1);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\" q"
+				 " JOIN \"TaskExecutions\" t ON t.\"id\" ="
+				 " q.\"taskId\" WHERE t.\"workflowId\" ="
+				 " $1::uuid",
+				 ss[0].id),
+		     1, "the first start's task was not queued at its answer");
+	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"", N, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued),
+		  "%lld of %d tasks queued", queued.seen, N);
+}
+
 /* A start the database refuses fails only its own request: its group's
  * statement fails as a whole, and each of its starts is written again
  * alone. */
