@@ -397,11 +397,9 @@ preflight(const struct config *cfg, bool *ready)
 
 /*
  * A pooled connection, before the server listens: the statements of
- * starts, polls and results run on nothing (polls and results until
- * PostgreSQL has settled on their plans, queue_warm).  A new backend
- * reads the catalog of every partition they touch when it first plans
- * them (a lease, about 30 ms); that was the first requests' wait after a
- * start.
+ * starts, polls and results run once on nothing.  A new backend reads
+ * the catalog of every partition they touch when it first plans them (a
+ * lease, about 30 ms); that was the first requests' wait after a start.
  */
 static void
 warm_connection(struct db *db)

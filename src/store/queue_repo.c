@@ -466,29 +466,14 @@ queue_results(struct db *db, const char *queue, const char *batch, size_t n,
 	return true;
 }
 
-/*
- * Left to choose (plan_cache_mode auto), PostgreSQL plans a prepared
- * statement for its parameters on its first five calls, then weighs one
- * plan for all against them.  A lease or a batch of results planned for
- * its parameters took 17 and 34 ms on a busy machine (pg_stat_statements,
- * track_planning), and every pooled connection that served workers paid
- * five of each while the first thousands of tasks waited.  Run six times
- * here, before the server listens, the statements reach their one plan
- * on an idle backend.
- */
-enum { WARM_RUNS = 6 };
-
 bool
 queue_warm(struct db *db, struct err *e)
 {
 	/* Queue names are "namespace/name": none is empty. */
 	const char *lease[] = {"", "1", "1", "warm"};
 	const char *results[] = {"", "[]"};
-	for (int i = 0; i < WARM_RUNS; i++)
-		if (!db_run(db, &queue_lease_stmt, 4, lease, e) ||
-		    !db_run(db, &queue_results_stmt, 2, results, e))
-			return false;
-	return true;
+	return db_run(db, &queue_lease_stmt, 4, lease, e) &&
+	       db_run(db, &queue_results_stmt, 2, results, e);
 }
 
 DB_STMT(queue_namespace_stmt,

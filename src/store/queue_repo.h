@@ -148,11 +148,10 @@ bool queue_results(struct db *db, const char *queue, const char *batch,
 		   size_t n, enum queue_fate *fate, bool *freed,
 		   char **workflows, size_t *n_workflows, struct err *e);
 
-/* Runs a worker's statements (a poll's lease, a batch of results) on a
- * queue no task can be on, as often as PostgreSQL plans them for their
- * parameters before it settles on one plan: a new connection then has the
- * catalog read and the statements planned before a worker waits on it.
- * Writes nothing. */
+/* Runs a worker's statements (a poll's lease, a batch of results) once on
+ * a queue no task can be on: a new connection then has the catalog read
+ * and the statements planned before a worker waits on it.  Writes
+ * nothing. */
 bool queue_warm(struct db *db, struct err *e);
 
 /* A system task declared asyncComplete that has done its work: records its

@@ -745,38 +745,6 @@ assert_plans(struct db *db, const char *const *names, int n, int custom,
 }
 
 /*
- * A pooled connection's warm-up takes a worker's lease and batch of
- * results through the calls PostgreSQL plans for their parameters (the
- * first five, plan_cache_mode auto), so that the first polls and results
- * after a start run on the one plan: planned for their parameters, they
- * took 17 and 34 ms each on a busy machine, five times on every
- * connection that served workers.
- */
-Test(plans, a_warmed_pool_connection_has_its_worker_plans_made,
-     .init = setup_clone, .fini = teardown)
-{
-	struct db *db = NULL;
-	struct err e = ERR_INIT;
-	cr_assert(db_open(&db, tdb.url, DB_KEYED | DB_PREPARE_ALL, &e), "%s",
-		  e.msg);
-	cr_assert(queue_warm(db, &e), "%s", e.msg);
-	/* A worker's poll and its results, as the first after a start. */
-	char *leased = NULL;
-	size_t n = 1;
-	cr_assert(queue_lease(db, "default/none", "w", 10, 30, &leased, &n, &e),
-		  "%s", e.msg);
-	cr_assert_eq(n, 0);
-	free(leased);
-	bool freed = true;
-	cr_assert(queue_results(db, "default/none", "[]", 0, NULL, &freed, NULL,
-				NULL, &e),
-		  "%s", e.msg);
-	const char *worker[] = {"queue_lease_stmt", "queue_results_stmt"};
-	assert_plans(db, worker, 2, 5, 2);
-	db_close(db);
-}
-
-/*
  * A start that decides its workflow's first step runs the decisions'
  * statements on a pool connection, which leaves the plan mode to
  * PostgreSQL.  The write for a few workflows prunes the partitions of
