@@ -26,20 +26,20 @@
  * lingering halved their number.  A start that comes alone is written at
  * once.
  *
- * A group of at most DECIDE_MAX starts, none of which came while another
- * group was being gathered or written, decides their first steps too
- * (a start that waited is the mark of a load): alone or nearly, a
- * start's one commit saved is its first task's latency (p99 2.2-2.4 ms
- * against 6.0-7.0 ms at 25 starts/s).  Starts that queue behind the write
- * in progress are a load under which the decisions, which hold the
- * group's transaction several times as long, cost the starters more than
- * the deciders' own batches do beside them (1,127-1,360 against
- * 1,629-2,267 workflows/s phased, in alternating runs; docs/benchmarks.md),
- * however small the group: starts paced at hundreds a second, or spread
- * over replicas, queue in groups of a few, and each group's decisions
- * would be a statement of their own where a decider writes one for many.
+ * A start that came while no group was being gathered or written (so is
+ * written alone: every start joining a leader's group came after the
+ * leader set "writing") decides its first step too: its one commit saved
+ * is its first task's latency (p99 2.2-2.4 ms against 6.0-7.0 ms at 25
+ * starts/s).  A start that waited is the mark of a load, under which the
+ * decisions, which hold the group's transaction several times as long,
+ * cost the starters more than the deciders' own batches do beside them
+ * (1,127-1,360 against 1,629-2,267 workflows/s phased, in alternating
+ * runs; docs/benchmarks.md), however small its group: starts paced at
+ * hundreds a second, or spread over replicas, queue in groups of a few,
+ * and each group's decisions would be a statement of their own where a
+ * decider writes one for many.
  */
-enum { BUSY_NS = 1000000, LINGER_NS = 500000, DECIDE_MAX = 4 };
+enum { BUSY_NS = 1000000, LINGER_NS = 500000 };
 
 /* A caller's start, queued until a leader writes it. */
 struct job {
@@ -173,20 +173,15 @@ write_deciding(struct db *db, struct job *const *jobs,
 	return ok ? GROUP_WRITTEN : GROUP_UNDECIDED;
 }
 
-/* The group's starts, their first steps decided with them when they can
- * be (a small group of starts that queued behind no other write): a group
- * whose decisions fail is written without them. */
+/* The group's starts, a start that did not wait deciding its first step
+ * with it when it can: decisions that fail are left out of the write. */
 static bool
 write_group(struct db *db, struct job *const *jobs,
 	    const struct exec_start *const *s, size_t n,
 	    struct exec_started *out, struct err *e)
 {
-	bool any = false, queued = false;
-	for (size_t i = 0; i < n; i++) {
-		any = any || jobs[i]->first != NULL;
-		queued = queued || jobs[i]->queued;
-	}
-	if (any && !queued && n <= DECIDE_MAX && atomic_load(&decides)) {
+	if (n == 1 && jobs[0]->first && !jobs[0]->queued &&
+	    atomic_load(&decides)) {
 		switch (write_deciding(db, jobs, s, n, out, e)) {
 		case GROUP_WRITTEN: return true;
 		case GROUP_REFUSED: return false;

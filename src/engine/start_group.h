@@ -14,14 +14,13 @@
  * arriving back to back) first waits half a millisecond for the starts on
  * their way.
  *
- * A start that brings its definition (struct start_first), written alone
- * or in a small group, has its first step decided in the same transaction
- * (decide_batch.h), so its first tasks are queued at its commit without a
- * decider's transaction of their own; a large group, a group with a start
- * that waited for another group's write (a load that queues starts), a
- * group whose decisions fail (written again without them), and every
- * start when deciding at start is off (start_group_init) are left to the
- * deciders.
+ * A start that brings its definition (struct start_first) and found no
+ * other group being gathered or written (so is written alone) has its
+ * first step decided in the same transaction (decide_batch.h), so its
+ * first tasks are queued at its commit without a decider's transaction of
+ * their own; starts that waited (a load that queues starts), a start
+ * whose decisions fail (written again without them), and every start when
+ * deciding at start is off (start_group_init) are left to the deciders.
  *
  * Threads: any; a caller blocks until its start is written, as it would on
  * its own statement.  Ownership: s is borrowed until the call returns.

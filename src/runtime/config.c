@@ -123,7 +123,7 @@ static const struct config_def defs[] = {
 	    600000, decider_interval_ms,
 	    "how often an idle decider looks for work nobody woke it for"),
 	INT("start-decides", "NODEFLOW_START_DECIDES", "1", 0, 1, start_decides,
-	    "1: a start that did not queue behind other starts decides its "
+	    "1: a start that did not wait behind other starts decides its "
 	    "workflow's first step in its own transaction; 0: the deciders "
 	    "do, after it"),
 	INT("results-decide", "NODEFLOW_RESULTS_DECIDE", "0", 0, 1,

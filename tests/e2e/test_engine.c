@@ -1631,7 +1631,7 @@ Test(starts, starts_that_waited_for_a_write_leave_their_first_steps_to_deciders)
 		cr_assert_eq(ss[i].status, 201, "start %d: %ld", i,
 			     ss[i].status);
 	/* The first start alone, then the two that waited, in one group of
-	 * two: small enough to decide, but left to the deciders. */
+	 * two, left to the deciders. */
 	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
 	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided, 1);
 	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\" q"
