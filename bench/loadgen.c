@@ -762,12 +762,15 @@ main(int argc, char **argv)
 		}
 	}
 	double tdone = wait_done(&ctl, t0);
+	/* Before the workers stop: their last long polls (up to --wait-ms)
+	 * are not the phase's. */
+	if (tdone)
+		hook("done");
 	atomic_store(&workers_stop, true);
 	for (long i = 0; i < opt.workers; i++)
 		pthread_join(ws[i].th, NULL);
 	if (!tdone)
 		die("did not finish");
-	hook("done");
 
 	long n_ok = atomic_load(&started_ok);
 	int failed = any_in(&ctl, "FAILED,TIMED_OUT,TERMINATED,PAUSED");

@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
 # probe.sh LABEL -- one snapshot of the counters bench/run.sh turns into per-phase costs.
 # Called by loadgen --hook between its phases (untimed). Prints one line:
-#   PROBE|label|unix_ms|cpu_busy|cpu_total|nodeflow|postgres|loadgen|xact_commit|wal_bytes|wal_records
+#   PROBE|label|unix_ms|cpu_busy|cpu_total|nodeflow|postgres|loadgen|xact_commit|wal_bytes|wal_records|
+#         in_unix_ms|in_cpu_busy|in_cpu_total|in_nodeflow|in_postgres|in_loadgen
 # CPU figures are clock ticks (USER_HZ) from /proc: the whole machine (busy, total), the node-flow
 # server (NF_PID: its pid, or every replica's, separated by spaces), every process of the bench
 # cluster (postmaster and children) and the loadgen
 # (the parent of the shell that runs this hook). xact_commit is the node-flow database's
 # (NF_DB), WAL is cluster-wide. The sleep lets backends flush their statistics (they do so at
-# most once a second while busy).
+# most once a second while busy), so the CPU counters are read twice: the in_ ones as the hook
+# is entered (the end of the phase before it), the others after the sleep (the start of the
+# phase after it, as late as can be). A phase's CPU is the next probe's in_ figures less this one's: neither the
+# sleep nor anything else the hooks do is in it.
 set -uo pipefail
 label="$1"
-sleep "${PROBE_SLEEP:-1.2}"
-ticks() { # utime+stime of one pid, 0 if gone
-  local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-  s="${s##*) }"; set -- $s; echo $(( ${12} + ${13} ))
+ticks() { # utime+stime of the given pids (those gone count 0), in one read
+  local f=() p
+  for p; do f+=("/proc/$p/stat"); done
+  [ ${#f[@]} -gt 0 ] || { echo 0; return; }
+  cat "${f[@]}" 2>/dev/null | awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
 }
-read -r _ u n s i io irq sirq st _ < /proc/stat
-busy=$((u + n + s + irq + sirq + st)); total=$((busy + i + io))
-nf=0
-for p in ${NF_PID:-0}; do nf=$((nf + $(ticks "$p"))); done
 pm=$(head -1 "${BENCH_PGBASE:-/tmp/bench-pg18}/data/postmaster.pid" 2>/dev/null || echo 0)
-pg=$(ticks "$pm")
-for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do pg=$((pg + $(ticks "$c"))); done
-lg=$(ticks "$(ps -o ppid= -p "$PPID" | tr -d ' ')")
+lgpid=$(ps -o ppid= -p "$PPID" | tr -d ' ')
+cpu() { # unix_ms|busy|total|nodeflow|postgres|loadgen, as near one instant as a shell gets
+  local now=${EPOCHREALTIME/./} u n s i io irq sirq st
+  read -r _ u n s i io irq sirq st _ < /proc/stat
+  echo "$((now / 1000))|$((u + n + s + irq + sirq + st))|$((u + n + s + irq + sirq + st + i + io))|$(ticks ${NF_PID:-0})|$(ticks "$pm" $(cat /proc/"$pm"/task/*/children 2>/dev/null))|$(ticks "$lgpid")"
+}
+entered=$(cpu)
+sleep "${PROBE_SLEEP:-1.2}"
 db=$(psql -h "${PGHOST:-/tmp/bench-pg18/sock}" -p "${PGPORT:-55433}" -U postgres -d postgres -AtF'|' -c \
   "select (select xact_commit from pg_stat_database where datname = '${NF_DB:-nfbench_1}'), wal_bytes, wal_records from pg_stat_wal")
-echo "PROBE|$label|$(date +%s%3N)|$busy|$total|$nf|$pg|$lg|$db"
+left=$(cpu)
+echo "PROBE|$label|$left|$db|$entered"
