@@ -194,6 +194,12 @@ check_capabilities(struct db *db, struct err *e)
 		return false;
 	}
 	PGresult *res = db_exec(db, &db_caps_uuidv7, 0, NULL, e);
+	if (!res && e->code == ERR_UNAVAILABLE) {
+		/* The connection was lost (a restart under way), which says
+		 * nothing of the server's version: it is tried again. */
+		err_prefix(e, "could not check for uuidv7()");
+		return false;
+	}
 	if (!res) {
 		err_prefix(e, "PostgreSQL %d cannot run uuidv7()",
 			   db->server_version);

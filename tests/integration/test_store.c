@@ -287,6 +287,35 @@ Test(version, postgresql_15_is_refused)
 	cr_assert(strstr(e.msg, "18"), "%s", e.msg);
 }
 
+/* A connection lost while its server's capabilities are checked (a
+ * restart under way) is a reason to try again, not a version PostgreSQL
+ * lacks: a replica started during a restart exited on it.  Here the
+ * check's uuidv7() found first on the search path ends its own backend. */
+Test(version, a_connection_lost_during_the_check_is_not_a_version_problem,
+     .init = setup_empty, .fini = teardown)
+{
+	th_exec(conn, "CREATE SCHEMA \"cut\"");
+	th_exec(conn, "CREATE FUNCTION \"cut\".\"uuidv7\"() RETURNS uuid"
+		      " LANGUAGE plpgsql AS $$ BEGIN"
+		      " PERFORM pg_terminate_backend(pg_backend_pid());"
+		      " RETURN NULL; END $$");
+	th_exec(conn, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET"
+		      " search_path = \"cut\", pg_catalog, public',"
+		      " current_database()); END $$");
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert_not(db_open(&db, tdb.url, DB_PLAIN, &e));
+	cr_assert_eq(e.code, ERR_UNAVAILABLE, "code %s: %s",
+		     err_code_name(e.code), e.msg);
+	cr_assert(strstr(e.msg, "could not check for uuidv7()"), "%s", e.msg);
+
+	th_exec(conn, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET"
+		      " search_path', current_database()); END $$");
+	e = (struct err)ERR_INIT;
+	cr_assert(db_open(&db, tdb.url, DB_PLAIN, &e), "%s", e.msg);
+	db_close(db);
+}
+
 /* ------------------------------------------------------------------ pool */
 
 static int
