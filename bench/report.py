@@ -186,7 +186,7 @@ def main(path):
         pr = probes[shape]
         parts = shape.split()
         sysname = " ".join([f"node-flow {parts[0]}-task"] + parts[1:])
-        r = by.get(sysname)
+        r = by.get(sysname) or by.get(sysname + " replicas")  # "1 x3": "…-task x3 replicas"
         n = int(notes(r)["n"]) if r and "n" in notes(r) else None
         print(f"## {sysname}: where the time and the work went\n")
         print("| phase | wall s | machine busy | node-flow CPU | postgres CPU | loadgen CPU "

@@ -4,15 +4,16 @@
  * A start is one statement and one commit for a few rows (store's
  * exec_start_many), and the statement's planning, execution and commit
  * cost PostgreSQL more than the rows do.  So starts that arrive while
- * another is being written wait for it, then are written together, in
- * the same statement, by one of them: the first caller to find no
- * write in progress leads, takes every start waiting (at most
- * START_GROUP_MAX), writes them on its own connection and answers each.
- * With no concurrency a start is written alone at once; under load the
- * groups grow with the callers waiting, and the cost per start falls as
- * the load rises.  A leader that takes over right after a write (starts
- * arriving back to back) first waits half a millisecond for the starts on
- * their way.
+ * others are being written wait, then are written together, in the same
+ * statement, by one of them: a caller that finds fewer groups being
+ * written than start_group_init's `writers` (2 by default) leads, takes
+ * every start waiting (at most START_GROUP_MAX), writes them on its own
+ * connection and answers each.  With no concurrency a start is written
+ * alone at once; under load the groups grow with the callers waiting,
+ * and the cost per start falls as the load rises.  A leader that takes
+ * over right after a write (starts arriving back to back), or beside
+ * another group's write, first waits half a millisecond for the starts
+ * on their way.
  *
  * A start that brings its definition (struct start_first) and found no
  * other group being gathered or written (so is written alone) has its
@@ -52,9 +53,11 @@ struct start_first {
 };
 
 /* Registers the group's metrics (the first write does it otherwise) and
- * says whether starts decide their first step (the default) and the retry
+ * says whether starts decide their first step (the default), how many
+ * groups may be written at once (at least one; 2 otherwise) and the retry
  * budget their evaluations keep to (decide_loop_opts'). */
-void start_group_init(bool decide_first, int retry_budget_per_minute);
+void start_group_init(bool decide_first, int writers_at_once,
+		      int retry_budget_per_minute);
 
 /* Writes s (store's exec_start contract: *created false and id_out the
  * owner's id when its idempotency key was taken) using db, the caller's

@@ -53,6 +53,7 @@ struct config {
 	long decider_batch;
 	long decider_interval_ms;
 	long start_decides;
+	long start_writers;
 	long results_decide;
 	long retry_budget_per_minute;
 	long sweeper_interval_ms;

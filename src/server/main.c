@@ -485,6 +485,7 @@ cmd_serve(struct command_line *cl)
 		(int)cfg->semaphore_default_permits);
 	if (has_role(cfg->roles, "api")) {
 		start_group_init(cfg->start_decides != 0,
+				 (int)cfg->start_writers,
 				 (int)cfg->retry_budget_per_minute);
 		workers_set_results_decide(cfg->results_decide != 0,
 					   (int)cfg->retry_budget_per_minute);

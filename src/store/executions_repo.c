@@ -23,9 +23,13 @@
  * workflowTimeout timer (store/timers_repo.h) here too.  Two starts of the
  * batch with the same idempotency key: the first in the array takes it
  * (ON CONFLICT DO NOTHING skips a row that conflicts with one the same
- * statement inserted), the other is not written.  The answer: the array
- * positions written, with their ids, "startedAt" and namespace's name
- * (what deciding the first step in the same transaction needs).
+ * statement inserted), the other is not written.  Keys are inserted in
+ * key order: a key another transaction has inserted and not committed
+ * makes the insert wait, and two groups written at once (start_group.h)
+ * that share keys then wait in one order, never for each other.  The
+ * answer: the array positions written, with their ids, "startedAt" and
+ * namespace's name (what deciding the first step in the same transaction
+ * needs).
  */
 DB_STMT(exec_start_many_stmt,
 	"WITH src AS MATERIALIZED (SELECT r.\"ord\", uuidv7() AS \"id\","
@@ -35,7 +39,7 @@ DB_STMT(exec_start_many_stmt,
 	" k AS (INSERT INTO \"IdempotencyKeys\""
 	"   (\"namespaceId\", \"key\", \"workflowId\", \"startedAt\")"
 	"   SELECT \"ns\", \"e\"->>'key', \"id\", \"at\" FROM src"
-	"   WHERE \"e\" ? 'key' ORDER BY \"ord\""
+	"   WHERE \"e\" ? 'key' ORDER BY \"ns\", \"e\"->>'key', \"ord\""
 	"   ON CONFLICT DO NOTHING RETURNING \"workflowId\"),"
 	" go AS MATERIALIZED (SELECT * FROM src WHERE NOT \"e\" ? 'key'"
 	"   OR \"id\" IN (SELECT \"workflowId\" FROM k)),"

@@ -1465,9 +1465,11 @@ gauge_reaches(void *arg)
  * it, each counted by nodeflow_start_group_waiting.  Then the test's
  * transaction rolls back, which releases the first (the key is free
  * again), and the waiting ones are written together; returns once every
- * start is answered (in ss).  (A table lock would not do: a new pool
- * connection prepares every statement, and preparing a write waits for a
- * table lock too.)
+ * start is answered (in ss).  The server writes one group at a time
+ * (--start-writers 1): with two, the second start would be written beside
+ * the held one.  (A table lock would not do: a new pool connection
+ * prepares every statement, and preparing a write waits for a table lock
+ * too.)
  */
 static void
 start_behind_a_held_one(struct starter *ss, int n, const char *const *bodies)
@@ -1511,7 +1513,12 @@ start_behind_a_held_one(struct starter *ss, int n, const char *const *bodies)
 Test(starts, concurrent_starts_are_written_together_each_whole)
 {
 	enum { N = 8 };
-	const char *flags[] = {"--http-threads", "12", "--db-pool-size", "16",
+	const char *flags[] = {"--http-threads",
+			       "12",
+			       "--db-pool-size",
+			       "16",
+			       "--start-writers",
+			       "1",
 			       NULL};
 	e2e_start(flags);
 	put_task_def("gs", 0, 60);
@@ -1611,7 +1618,12 @@ Test(starts, concurrent_starts_are_written_together_each_whole)
 Test(starts, starts_that_waited_for_a_write_leave_their_first_steps_to_deciders)
 {
 	enum { N = 3 };
-	const char *flags[] = {"--http-threads", "12", "--db-pool-size", "16",
+	const char *flags[] = {"--http-threads",
+			       "12",
+			       "--db-pool-size",
+			       "16",
+			       "--start-writers",
+			       "1",
 			       NULL};
 	e2e_start(flags);
 	put_task_def("qs", 0, 60);
@@ -1645,13 +1657,80 @@ Test(starts, starts_that_waited_for_a_write_leave_their_first_steps_to_deciders)
 		  "%lld of %d tasks queued", queued.seen, N);
 }
 
+/*
+ * Two groups are written at once (--start-writers, 2 by default): a start
+ * held in its statement, its idempotency key taken by a transaction not
+ * yet committed, does not hold up the start after it, which is written
+ * and answered meanwhile.  The held one is written once the key is free.
+ */
+Test(starts, a_held_start_does_not_hold_up_the_next)
+{
+	const char *flags[] = {"--http-threads", "12", "--db-pool-size", "16",
+			       NULL};
+	e2e_start(flags);
+	put_task_def("hs", 0, 60);
+	put_one_task_workflow("hw", "hs");
+	long long writes = e2e_metric("nodeflow_start_writes_total");
+	PGconn *holder = th_connect(e2e_db()->url);
+	th_exec(holder, "BEGIN");
+	th_exec(holder, "INSERT INTO \"IdempotencyKeys\" (\"namespaceId\","
+			" \"key\", \"workflowId\", \"startedAt\")"
+			" SELECT \"id\", 'hold', uuidv7(), now()"
+			" FROM \"Namespaces\" WHERE \"name\" = 'default'");
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	set_base(e2e_server());
+	static pthread_barrier_t one; /* outlives a failed test's threads */
+	static struct starter ss[2];
+	pthread_barrier_init(&one, NULL, 1);
+	start_async(&ss[0], &one,
+		    "{\"name\":\"hw\",\"input\":{\"n\":0},"
+		    "\"idempotencyKey\":\"hold\"}");
+	struct lock_waiters w = {1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS,
+				statements_wait_for_a_transaction, &w),
+		  "the first start never waited for the key");
+
+	start_async(&ss[1], &one, "{\"name\":\"hw\",\"input\":{\"n\":1}}");
+	struct sql_probe written = {
+		"SELECT count(*) FROM \"WorkflowExecutions\""
+		" WHERE \"input\"->>'n' = '1'",
+		1, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &written),
+		  "the second start waited for the held one");
+	pthread_join(ss[1].t, NULL);
+	cr_assert_eq(ss[1].status, 201, "%ld", ss[1].status);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\"",
+				 NULL),
+		     1, "the held start was written before its key was free");
+
+	th_exec(holder, "ROLLBACK");
+	PQfinish(holder);
+	pthread_join(ss[0].t, NULL);
+	pthread_barrier_destroy(&one);
+	cr_assert_eq(ss[0].status, 201, "%ld", ss[0].status);
+	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"WorkflowExecutions\"",
+				 NULL),
+		     2);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"IdempotencyKeys\""
+				 " WHERE \"key\" = 'hold' AND \"workflowId\" ="
+				 " $1::uuid",
+				 ss[0].id),
+		     1);
+}
+
 /* A start the database refuses fails only its own request: its group's
  * statement fails as a whole, and each of its starts is written again
  * alone. */
 Test(starts, a_refused_start_fails_only_its_own_request)
 {
 	enum { N = 6 };
-	const char *flags[] = {"--http-threads", "12", "--db-pool-size", "16",
+	const char *flags[] = {"--http-threads",
+			       "12",
+			       "--db-pool-size",
+			       "16",
+			       "--start-writers",
+			       "1",
 			       NULL};
 	e2e_start(flags);
 	put_task_def("rs", 0, 60);
