@@ -213,13 +213,18 @@ def main(path):
             # Every tick from this probe's end to the next's, the wait included: what a
             # phase set going (a decider's backlog) may finish while the hook waits.
             pg_ms = (lambda x: f"{1000 * x / HZ / n:.2f}") if n else (lambda x: "-")
+            # Transactions that wrote (ids assigned) when the probes read the next id, else
+            # the commits the statistics system had reported (older logs).
+            txn = B[15] - A[15] if len(A) >= 16 and len(B) >= 16 else B[6] - A[6]
             print(f"| {a}→{b} | {wall:.1f} | {pct(busy)} of {cores:.0f} cores | {pct(nf)} | {pct(pg)} | "
-                  f"{pct(lg)} | {pct(other)} | {pg_ms(B[4] - A[4])} | {per(B[6] - A[6])} | "
+                  f"{pct(lg)} | {pct(other)} | {pg_ms(B[4] - A[4])} | {per(txn)} | "
                   f"{perb(B[7] - A[7])} | {per(B[8] - A[8])} |")
         print("\n(CPU as % of one core, averaged over the phase; 'other' is every process outside "
               "the benchmark, i.e. what else ran on the machine. postgres ms/wf: PostgreSQL's CPU "
               "time from the phase's start to the end of the probe after it, which waits 1.2 s, "
-              "per workflow.)\n")
+              "per workflow. txn/wf: transactions that wrote, per workflow (before 2026-12-07 "
+              "04:00Z: commits as the statistics system reported them, which lag by up to ten "
+              "seconds); WAL rec/wf lags the same way, WAL B/wf does not.)\n")
         if tables.get(shape):
             print("Rows written per workflow, by table (inserts / updates (HOT) / deletes):\n")
             for t in tables[shape]:
