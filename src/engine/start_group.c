@@ -26,14 +26,18 @@
  * (of six on one server) until they did; lingering halved their number.
  * A start that comes alone is written at once.
  *
- * Up to `writers` groups are written at once.  A group of nine starts
- * took 3.2 ms to write on two cores, its statement running 1.1 ms of it
- * and its commit's WAL flush another 1.1 ms, and with one writer the
- * machine idled while sixteen starters queued behind it: two writers
- * started 23-33 % more workflows a second in seven of nine alternating
- * runs (docs/benchmarks.md).  Nor does a start held in its statement (its
- * idempotency key taken by a transaction not yet committed) hold up
- * every other start.
+ * Up to `writers` groups are written at once (start_group_init; one by
+ * default).  A group of nine starts took 3.2 ms to write on two cores,
+ * its statement running 1.1 ms of it and its commit's WAL flush another
+ * 1.1 ms, and with one writer the machine idled while sixteen starters
+ * queued behind it: two writers started 23-33 % more workflows a second
+ * in seven of nine alternating runs.  But paced starts near the machine's
+ * capacity then came in groups of one or two, twice the statements, and
+ * at half the peak two of four runs fell behind where one writer kept up
+ * in five of five (docs/benchmarks.md): a second writer is for bursts of
+ * starts on a machine with CPU to spare.  With two, a start held in its
+ * statement (its idempotency key taken by a transaction not yet
+ * committed) does not hold up every other start either.
  *
  * A start that came while no group was being gathered or written (so is
  * written alone: every start joining a leader's group came after the
@@ -71,7 +75,7 @@ static int writing;                      /* leaders writing a group */
 static struct timespec last_end;         /* when the last write ended */
 
 static atomic_bool decides = true;
-static atomic_int writers = 2;
+static atomic_int writers = 1;
 static atomic_int retry_budget = 600;
 
 static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;

@@ -6,7 +6,7 @@
  * cost PostgreSQL more than the rows do.  So starts that arrive while
  * others are being written wait, then are written together, in the same
  * statement, by one of them: a caller that finds fewer groups being
- * written than start_group_init's `writers` (2 by default) leads, takes
+ * written than start_group_init's `writers` (1 by default) leads, takes
  * every start waiting (at most START_GROUP_MAX), writes them on its own
  * connection and answers each.  With no concurrency a start is written
  * alone at once; under load the groups grow with the callers waiting,
@@ -54,7 +54,7 @@ struct start_first {
 
 /* Registers the group's metrics (the first write does it otherwise) and
  * says whether starts decide their first step (the default), how many
- * groups may be written at once (at least one; 2 otherwise) and the retry
+ * groups may be written at once (at least one; one otherwise) and the retry
  * budget their evaluations keep to (decide_loop_opts'). */
 void start_group_init(bool decide_first, int writers_at_once,
 		      int retry_budget_per_minute);

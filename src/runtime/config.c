@@ -126,7 +126,7 @@ static const struct config_def defs[] = {
 	    "1: a start that did not wait behind other starts decides its "
 	    "workflow's first step in its own transaction; 0: the deciders "
 	    "do, after it"),
-	INT("start-writers", "NODEFLOW_START_WRITERS", "2", 1, 8, start_writers,
+	INT("start-writers", "NODEFLOW_START_WRITERS", "1", 1, 8, start_writers,
 	    "groups of workflow starts written at once, each by one of its "
 	    "starts on that start's connection"),
 	INT("results-decide", "NODEFLOW_RESULTS_DECIDE", "0", 0, 1,

@@ -1658,14 +1658,19 @@ Test(starts, starts_that_waited_for_a_write_leave_their_first_steps_to_deciders)
 }
 
 /*
- * Two groups are written at once (--start-writers, 2 by default): a start
+ * Two groups are written at once (--start-writers 2): a start
  * held in its statement, its idempotency key taken by a transaction not
  * yet committed, does not hold up the start after it, which is written
  * and answered meanwhile.  The held one is written once the key is free.
  */
 Test(starts, a_held_start_does_not_hold_up_the_next)
 {
-	const char *flags[] = {"--http-threads", "12", "--db-pool-size", "16",
+	const char *flags[] = {"--http-threads",
+			       "12",
+			       "--db-pool-size",
+			       "16",
+			       "--start-writers",
+			       "2",
 			       NULL};
 	e2e_start(flags);
 	put_task_def("hs", 0, 60);
