@@ -161,6 +161,9 @@ fi
 # ------------------------------------------------------------- node-flow
 start_one() { # db suffix -> sets ONE_PID ONE_URL
   # info: a signalled shutdown logs "shutting down"; a crash leaves a core in $BENCH_RESULTS.
+  # Emptied here, not by the redirect below: that one runs in the background, and the loop
+  # after it read the last server's "listening on" line (its port) before it did.
+  : >"$WORK/server$2.out"
   (cd "$BENCH_RESULTS" && ulimit -c unlimited 2>/dev/null
    exec "$WORK/nfsrv" serve --database-url "postgresql://postgres@127.0.0.1:$PGPORT/$1" \
     --listen 127.0.0.1:0 --log-level info $NF_SERVER_FLAGS) >"$WORK/server$2.out" 2>"$WORK/server$2.err" &
@@ -173,10 +176,12 @@ start_one() { # db suffix -> sets ONE_PID ONE_URL
     sleep 0.1
   done
   [ -n "$port" ] || { echo "run.sh: server did not start" >&2; cat "$WORK/server$2.err"; return 1; }
+  local ready=""
   for _ in $(seq 100); do
-    curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
+    curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && { ready=1; break; }
     sleep 0.1
   done
+  [ -n "$ready" ] || { echo "run.sh: server on port $port not ready after 10 s" >&2; cat "$WORK/server$2.err"; return 1; }
   ONE_PID=$pid
   ONE_URL="http://127.0.0.1:$port"
 }
