@@ -1471,10 +1471,13 @@ gauge_reaches(void *arg)
  * prepares every statement, and preparing a write waits for a table lock
  * too.)
  */
-static void
-start_behind_a_held_one(struct starter *ss, int n, const char *const *bodies)
+/* A test transaction takes the idempotency key "hold" and keeps it
+ * uncommitted; then s0's start (body, which uses that key) is sent from its
+ * own thread and found waiting for the key.  Returns the holder's
+ * connection: rolling it back frees the key. */
+static PGconn *
+start_held(struct starter *s0, pthread_barrier_t *one, const char *body)
 {
-	static pthread_barrier_t one; /* outlives a failed test's threads */
 	PGconn *holder = th_connect(e2e_db()->url);
 	th_exec(holder, "BEGIN");
 	th_exec(holder, "INSERT INTO \"IdempotencyKeys\" (\"namespaceId\","
@@ -1483,12 +1486,30 @@ start_behind_a_held_one(struct starter *ss, int n, const char *const *bodies)
 			" FROM \"Namespaces\" WHERE \"name\" = 'default'");
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	set_base(e2e_server());
-	pthread_barrier_init(&one, NULL, 1);
-	start_async(&ss[0], &one, bodies[0]);
+	pthread_barrier_init(one, NULL, 1);
+	start_async(s0, one, body);
 	struct lock_waiters w = {1, 0};
 	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS,
 				statements_wait_for_a_transaction, &w),
 		  "the first start never waited for the key");
+	return holder;
+}
+
+/* The flags of a server that writes one group of starts at a time, the
+ * one start_behind_a_held_one needs. */
+static const char *const one_writer[] = {"--http-threads",
+					 "12",
+					 "--db-pool-size",
+					 "16",
+					 "--start-writers",
+					 "1",
+					 NULL};
+
+static void
+start_behind_a_held_one(struct starter *ss, int n, const char *const *bodies)
+{
+	static pthread_barrier_t one; /* outlives a failed test's threads */
+	PGconn *holder = start_held(&ss[0], &one, bodies[0]);
 	/* One at a time: connections arriving together may be accepted by
 	 * one HTTP thread, the second then waiting for the first's answer. */
 	for (int i = 1; i < n; i++) {
@@ -1513,14 +1534,7 @@ start_behind_a_held_one(struct starter *ss, int n, const char *const *bodies)
 Test(starts, concurrent_starts_are_written_together_each_whole)
 {
 	enum { N = 8 };
-	const char *flags[] = {"--http-threads",
-			       "12",
-			       "--db-pool-size",
-			       "16",
-			       "--start-writers",
-			       "1",
-			       NULL};
-	e2e_start(flags);
+	e2e_start(one_writer);
 	put_task_def("gs", 0, 60);
 	put_one_task_workflow("gw", "gs");
 	e2e_call_ok(
@@ -1618,14 +1632,7 @@ Test(starts, concurrent_starts_are_written_together_each_whole)
 Test(starts, starts_that_waited_for_a_write_leave_their_first_steps_to_deciders)
 {
 	enum { N = 3 };
-	const char *flags[] = {"--http-threads",
-			       "12",
-			       "--db-pool-size",
-			       "16",
-			       "--start-writers",
-			       "1",
-			       NULL};
-	e2e_start(flags);
+	e2e_start(one_writer);
 	put_task_def("qs", 0, 60);
 	put_one_task_workflow("qw", "qs");
 	long long writes = e2e_metric("nodeflow_start_writes_total");
@@ -1676,24 +1683,11 @@ Test(starts, a_held_start_does_not_hold_up_the_next)
 	put_task_def("hs", 0, 60);
 	put_one_task_workflow("hw", "hs");
 	long long writes = e2e_metric("nodeflow_start_writes_total");
-	PGconn *holder = th_connect(e2e_db()->url);
-	th_exec(holder, "BEGIN");
-	th_exec(holder, "INSERT INTO \"IdempotencyKeys\" (\"namespaceId\","
-			" \"key\", \"workflowId\", \"startedAt\")"
-			" SELECT \"id\", 'hold', uuidv7(), now()"
-			" FROM \"Namespaces\" WHERE \"name\" = 'default'");
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	set_base(e2e_server());
 	static pthread_barrier_t one; /* outlives a failed test's threads */
 	static struct starter ss[2];
-	pthread_barrier_init(&one, NULL, 1);
-	start_async(&ss[0], &one,
-		    "{\"name\":\"hw\",\"input\":{\"n\":0},"
-		    "\"idempotencyKey\":\"hold\"}");
-	struct lock_waiters w = {1, 0};
-	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS,
-				statements_wait_for_a_transaction, &w),
-		  "the first start never waited for the key");
+	PGconn *holder = start_held(&ss[0], &one,
+				    "{\"name\":\"hw\",\"input\":{\"n\":0},"
+				    "\"idempotencyKey\":\"hold\"}");
 
 	start_async(&ss[1], &one, "{\"name\":\"hw\",\"input\":{\"n\":1}}");
 	struct sql_probe written = {
@@ -1730,14 +1724,7 @@ Test(starts, a_held_start_does_not_hold_up_the_next)
 Test(starts, a_refused_start_fails_only_its_own_request)
 {
 	enum { N = 6 };
-	const char *flags[] = {"--http-threads",
-			       "12",
-			       "--db-pool-size",
-			       "16",
-			       "--start-writers",
-			       "1",
-			       NULL};
-	e2e_start(flags);
+	e2e_start(one_writer);
 	put_task_def("rs", 0, 60);
 	put_one_task_workflow("rsw", "rs");
 	th_exec(e2e_sql(), "CREATE FUNCTION \"test_refuse\"() RETURNS trigger"
