@@ -211,10 +211,10 @@ DB_STMT(action_skip_stmt,
 			    " d AS (INSERT INTO \"DecideQueues\" (\"workflowId\", \"namespaceId\","
 			    "   \"reason\") SELECT DISTINCT \"workflowId\", \"namespaceId\", 'skip'"
 			    "   FROM t ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
-			    "   EXCLUDED.\"reason\", \"enqueuedAt\" = now() RETURNING \"workflowId\"),"
-			    " td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
-				    "td", "'TASK_SKIPPED'",
-				    "jsonb_build_object('refName', $3::text)") " SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM t)");
+			    "   EXCLUDED.\"reason\", \"enqueuedAt\" = now() RETURNING \"workflowId\")," SQL_TASKS_AFTER_D
+				    EVENTS_FROM(
+					    "td", "'TASK_SKIPPED'",
+					    "jsonb_build_object('refName', $3::text)") " SELECT (SELECT \"status\" FROM cur), (SELECT count(*) FROM t)");
 
 /*
  * An ended workflow runs again from its first task, under the same id: its

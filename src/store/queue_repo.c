@@ -326,8 +326,7 @@ DB_STMT(queue_result_stmt,
 	"   AND t.\"cacheKey\" IS NOT NULL AND t.\"cacheTtlSeconds\" IS NOT NULL"
 	"   ON CONFLICT (\"namespaceId\", \"taskDefName\", \"key\") DO UPDATE"
 	"   SET \"output\" = excluded.\"output\", \"createdAt\" = now(),"
-	"   \"expiresAt\" = excluded.\"expiresAt\"),"
-	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+	"   \"expiresAt\" = excluded.\"expiresAt\")," SQL_TASKS_AFTER_D EVENTS_FROM(
 		"td", "'TASK_' || $4::text",
 		"jsonb_build_object('workerId', $3::text, 'reason', $6::text)") " SELECT (SELECT count(*) FROM l), (SELECT count(*) FROM t),"
 										" (SELECT count(*) FROM hf),"
@@ -397,8 +396,7 @@ DB_STMT(queue_results_stmt,
 	"   ORDER BY t.\"namespaceId\", t.\"taskDefName\", t.\"cacheKey\", t.\"n\" DESC"
 	"   ON CONFLICT (\"namespaceId\", \"taskDefName\", \"key\") DO UPDATE"
 	"   SET \"output\" = excluded.\"output\", \"createdAt\" = now(),"
-	"   \"expiresAt\" = excluded.\"expiresAt\"),"
-	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+	"   \"expiresAt\" = excluded.\"expiresAt\")," SQL_TASKS_AFTER_D EVENTS_FROM(
 		"td", "'TASK_' || s.\"s\"",
 		"jsonb_build_object('workerId', s.\"w\", 'reason', s.\"r\")") " SELECT i.\"n\", l.\"taskId\" IS NOT NULL, t.\"id\" IS NOT NULL,"
 									      " (SELECT count(*) FROM hf), t.\"workflowId\"::text"
@@ -730,8 +728,7 @@ DB_STMT(queue_sweep_expired_stmt,
 	"   FROM t ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
 	"   EXCLUDED.\"reason\", \"enqueuedAt\" = LEAST("
 	"   \"DecideQueues\".\"enqueuedAt\", EXCLUDED.\"enqueuedAt\")"
-	"   RETURNING \"workflowId\"),"
-	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+	"   RETURNING \"workflowId\")," SQL_TASKS_AFTER_D EVENTS_FROM(
 		"td", "'TASK_TIMED_OUT'",
 		"jsonb_build_object('reason', 'lease expired')") " SELECT count(*) FROM c");
 

@@ -94,10 +94,12 @@ DB_STMT(subflows_finish_stmt,
 	"   WHERE te.\"workflowId\" = $1::uuid AND te.\"id\" = r.\"taskId\""
 	"   AND te.\"status\" NOT IN " SQL_TASK_TERMINAL
 	"   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\","
-	"   te.\"status\", te.\"reasonForIncompletion\")," ENQUEUE_FROM("t", "'task'") " td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
-		"td", "'TASK_' || s.\"status\"",
-		"jsonb_strip_nulls(jsonb_build_object('reason',"
-		" s.\"reasonForIncompletion\"))") " SELECT count(*) FROM t");
+	"   te.\"status\", te.\"reasonForIncompletion\")," ENQUEUE_FROM(
+		"t", "'task'")
+		SQL_TASKS_AFTER_D EVENTS_FROM(
+			"td", "'TASK_' || s.\"status\"",
+			"jsonb_strip_nulls(jsonb_build_object('reason',"
+			" s.\"reasonForIncompletion\"))") " SELECT count(*) FROM t");
 
 bool
 subflows_finish_tasks(struct db *db, const char *workflow_id,
@@ -173,15 +175,17 @@ DB_STMT(subflows_child_ended_stmt,
 			    "   AND te.\"subWorkflowId\" = c.\"id\""
 			    "   AND te.\"status\" NOT IN " SQL_TASK_TERMINAL
 			    "   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\","
-			    "   te.\"status\", te.\"reasonForIncompletion\")," ENQUEUE_FROM("t", "'subworkflow'") " td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
-				    "td", "'TASK_' || s.\"status\"",
-				    "jsonb_strip_nulls(jsonb_build_object('subWorkflowId', $1::text,"
-				    " 'reason', s.\"reasonForIncompletion\"))") " SELECT (SELECT \"workflowId\"::text FROM t LIMIT 1),"
-										" (SELECT coalesce(string_agg(k.\"id\"::text, ','), '')"
-										" FROM (SELECT r.\"id\" FROM \"WorkflowExecutions\" r"
-										" WHERE r.\"parentWorkflowId\" = $1::uuid"
-										" AND r.\"startedAt\" >= uuid_extract_timestamp($1::uuid) - interval '1 hour'"
-										" AND r.\"status\" IN ('RUNNING', 'PAUSED') LIMIT 10000) k)");
+			    "   te.\"status\", te.\"reasonForIncompletion\")," ENQUEUE_FROM(
+				    "t", "'subworkflow'")
+				    SQL_TASKS_AFTER_D EVENTS_FROM(
+					    "td", "'TASK_' || s.\"status\"",
+					    "jsonb_strip_nulls(jsonb_build_object('subWorkflowId', $1::text,"
+					    " 'reason', s.\"reasonForIncompletion\"))") " SELECT (SELECT \"workflowId\"::text FROM t LIMIT 1),"
+											" (SELECT coalesce(string_agg(k.\"id\"::text, ','), '')"
+											" FROM (SELECT r.\"id\" FROM \"WorkflowExecutions\" r"
+											" WHERE r.\"parentWorkflowId\" = $1::uuid"
+											" AND r.\"startedAt\" >= uuid_extract_timestamp($1::uuid) - interval '1 hour'"
+											" AND r.\"status\" IN ('RUNNING', 'PAUSED') LIMIT 10000) k)");
 
 bool
 subflows_child_ended(struct db *db, const char *child_id, char parent_out[37],
@@ -382,13 +386,16 @@ DB_STMT(subflows_gate_stmt,
 						      "   AND EXISTS (SELECT 1 FROM cur WHERE cur.\"status\" IN"
 						      "   ('RUNNING', 'PAUSED'))"
 						      "   RETURNING te.\"id\", te.\"workflowId\", te.\"namespaceId\","
-						      "   te.\"status\", te.\"reasonForIncompletion\")," ENQUEUE_FROM("t", "'gate'") " td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
-							      "td",
-							      "'TASK_' || s.\"status\"",
-							      "jsonb_strip_nulls(jsonb_build_object('reason',"
-							      " s.\"reasonForIncompletion\", 'by', 'api'))") " SELECT (SELECT \"status\" FROM cur), (SELECT \"taskType\" FROM tk),"
-													     " (SELECT \"status\" FROM tk), (SELECT count(*) FROM t),"
-													     " (SELECT \"gate\" FROM tk)");
+						      "   te.\"status\", te.\"reasonForIncompletion\")," ENQUEUE_FROM(
+							      "t",
+							      "'gate'") SQL_TASKS_AFTER_D
+							      EVENTS_FROM(
+								      "td",
+								      "'TASK_' || s.\"status\"",
+								      "jsonb_strip_nulls(jsonb_build_object('reason',"
+								      " s.\"reasonForIncompletion\", 'by', 'api'))") " SELECT (SELECT \"status\" FROM cur), (SELECT \"taskType\" FROM tk),"
+														     " (SELECT \"status\" FROM tk), (SELECT count(*) FROM t),"
+														     " (SELECT \"gate\" FROM tk)");
 
 /* The output the gate's latest attempt has now, locked until the caller's
  * transaction ends (a park or another completion waits for it). */

@@ -89,8 +89,7 @@ DB_STMT(timers_schedule_to_start_stmt,
 	"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
 	"   EXCLUDED.\"reason\", \"enqueuedAt\" = LEAST("
 	"   \"DecideQueues\".\"enqueuedAt\", EXCLUDED.\"enqueuedAt\")"
-	"   RETURNING \"workflowId\"),"
-	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+	"   RETURNING \"workflowId\")," SQL_TASKS_AFTER_D EVENTS_FROM(
 		"td", "'TASK_TIMED_OUT'",
 		"jsonb_build_object('reason', s.\"reasonForIncompletion\","
 		" 'timeout', 'scheduleToStart', 'pollTimeoutSeconds',"
@@ -295,8 +294,7 @@ DB_STMT(timers_wait_stmt,
 	"   ON CONFLICT (\"workflowId\") DO UPDATE SET \"reason\" ="
 	"   EXCLUDED.\"reason\", \"enqueuedAt\" = LEAST("
 	"   \"DecideQueues\".\"enqueuedAt\", EXCLUDED.\"enqueuedAt\")"
-	"   RETURNING \"workflowId\"),"
-	" td AS (SELECT t.* FROM t JOIN d USING (\"workflowId\"))," EVENTS_FROM(
+	"   RETURNING \"workflowId\")," SQL_TASKS_AFTER_D EVENTS_FROM(
 		"td", "'TASK_COMPLETED'",
 		"jsonb_build_object('timer', 'wait')") " SELECT count(*) FROM t");
 
