@@ -41,8 +41,8 @@
 #include <unistd.h>
 
 /* The binary's migrations: update with each new one. */
-#define KNOWN_MIGRATIONS 14
-#define LATEST_MIGRATION "0014_decide_queue_due"
+#define KNOWN_MIGRATIONS 15
+#define LATEST_MIGRATION "0015_queue_name_stats"
 
 extern char **environ;
 
@@ -577,6 +577,7 @@ Test(server, readyz_turns_ready_once_migrated)
 			      "0011_lease_candidates",
 			      "0012_execution_fillfactor",
 			      "0013_lease_candidates_keyed",
+			      "0014_decide_queue_due",
 			      LATEST_MIGRATION,
 			      NULL};
 	cr_assert(list_is(json_object_get(m, "pending"), both), "%s",

@@ -60,7 +60,8 @@ teardown(void)
 /*
  * Every object of schema public except the runner's own "SchemaMigrations"
  * (a relation with its storage parameters, a function with a digest of its
- * body and its settings), and the columns of tables (not of each partition),
+ * body and its settings), the columns of tables (not of each partition) and
+ * the column statistics a migration set,
  * one per line, sorted. Period suffixes of range partitions (_p2026_11,
  * _p2026_11_30_16) are masked so that two snapshots taken across an hour
  * boundary still compare equal.
@@ -94,6 +95,13 @@ static const char snapshot_sql[] =
 	"    AND c.\"relkind\" IN ('r', 'p') AND NOT c.\"relispartition\""
 	"    AND a.\"attnum\" > 0"
 	"    AND NOT a.\"attisdropped\""
+	" UNION ALL"
+	" SELECT 'statistic ' || c.\"relname\" || '.' || a.\"attname\" || ' '"
+	"   || s.\"stadistinct\"::text"
+	"   FROM pg_statistic s JOIN pg_class c ON c.\"oid\" = s.\"starelid\""
+	"   JOIN pg_attribute a ON a.\"attrelid\" = s.\"starelid\""
+	"    AND a.\"attnum\" = s.\"staattnum\""
+	"  WHERE c.\"relnamespace\" = 'public'::regnamespace"
 	" UNION ALL"
 	" SELECT 'extension ' || x.\"extname\" FROM pg_extension x"
 	"  WHERE x.\"extname\" <> 'plpgsql')"
