@@ -456,7 +456,8 @@ cmd_serve(struct command_line *cl)
 
 	/* DB_KEYED: the pool plans a worker's lease and results on a drained
 	 * queue (warm_connection, and after an analyse of one), and such a
-	 * plan must still reach rows by key once the queue is large. */
+	 * plan must still reach rows by key once the queue is large: they
+	 * keep that generic plan (DB_STMT_GENERIC). */
 	struct app app = {
 		.cfg = cfg,
 		.pool = db_pool_create(cfg->database_url,

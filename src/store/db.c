@@ -91,6 +91,7 @@ connect_raw(struct db *db, struct err *e)
 	}
 	PQsetNoticeProcessor(db->conn, on_notice, NULL);
 	db->server_version = PQserverVersion(db->conn);
+	db->session_generic = false;
 	memset(db->prepared, 0, db_registry_size());
 	return true;
 }
@@ -241,6 +242,33 @@ db_prepare_all(struct db *db, struct err *e)
 	return true;
 }
 
+/*
+ * On a connection that leaves the plan mode to PostgreSQL, the session's
+ * plan_cache_mode for the statement about to run: force_generic_plan for a
+ * DB_STMT_GENERIC one, auto (its default) for any other.  It is switched
+ * only when it changes, so a connection that serves one kind of statement
+ * switches once, and only between transactions: a transaction keeps the
+ * mode it began with (auto with db_begin, force_generic_plan with
+ * db_begin_generic, each set for the transaction alone).  The cached plans are
+ * kept across a switch; PostgreSQL reads the setting as each statement runs.
+ */
+static bool
+plan_mode_for(struct db *db, const struct db_stmt *stmt, struct err *e)
+{
+	if ((db->flags & DB_GENERIC_PLANS) ||
+	    stmt->generic == db->session_generic ||
+	    PQtransactionStatus(db->conn) != PQTRANS_IDLE)
+		return true;
+	if (!db_exec_script(db,
+			    stmt->generic ? "SET \"plan_cache_mode\" ="
+					    " 'force_generic_plan'"
+					  : "RESET \"plan_cache_mode\"",
+			    e))
+		return false;
+	db->session_generic = stmt->generic;
+	return true;
+}
+
 PGresult *
 db_exec(struct db *db, struct db_stmt *stmt, int nparams,
 	const char *const *values, struct err *e)
@@ -258,6 +286,8 @@ db_exec(struct db *db, struct db_stmt *stmt, int nparams,
 		abort();
 	}
 	if (!db->prepared[stmt->id] && !prepare(db, stmt, e))
+		return NULL;
+	if (!plan_mode_for(db, stmt, e))
 		return NULL;
 	PGresult *res = PQexecPrepared(db->conn, stmt->name, nparams, values,
 				       NULL, NULL, 0);
@@ -298,7 +328,12 @@ db_exec_script(struct db *db, const char *sql, struct err *e)
 bool
 db_begin(struct db *db, struct err *e)
 {
-	return db_exec_script(db, "BEGIN", e);
+	if ((db->flags & DB_GENERIC_PLANS) || !db->session_generic)
+		return db_exec_script(db, "BEGIN", e);
+	/* The transaction's statements get the plan mode they were written
+	 * for, whatever a DB_STMT_GENERIC one left the session in. */
+	return db_exec_script(
+		db, "BEGIN; SET LOCAL \"plan_cache_mode\" = 'auto'", e);
 }
 
 bool

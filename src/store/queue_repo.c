@@ -41,8 +41,10 @@ resolved(struct db *db, char **json_out, struct err *e)
  * Its cost: a plan made on an empty analysed queue scans the keys once for
  * every candidate (5,150 queue rows read for a lease of 100); one made on
  * a queue with rows, given the queue-name statistics of migration 0015,
- * reads each row once. */
-DB_STMT(queue_lease_stmt,
+ * reads each row once.  Both this and the batch of results keep their
+ * generic plans on every connection (DB_STMT_GENERIC). */
+DB_STMT_GENERIC(
+	queue_lease_stmt,
 	"WITH c AS MATERIALIZED (SELECT f.\"queueName\", f.\"id\","
 	"   f.\"semaphore\" FROM \"nf_lease_candidates\"($1, NULL, $2::int) f),"
 	" l AS (UPDATE \"TaskQueues\" q SET \"leaseExpiresAt\" = now() +"
@@ -365,7 +367,8 @@ queue_result(struct db *db, const char *queue, const char *task_id,
  * their keys alone (q): joined to t as well, the keys were scanned once
  * for every task (5,150 queue rows read for a batch of 100).
  */
-DB_STMT(queue_results_stmt,
+DB_STMT_GENERIC(
+	queue_results_stmt,
 	"WITH i AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS i(\"n\" int,"
 	"   \"t\" uuid, \"w\" text, \"s\" text, \"o\" jsonb, \"r\" text)),"
 	" l AS (SELECT q.\"workflowId\", q.\"namespaceId\", q.\"semaphore\","

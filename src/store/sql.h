@@ -23,11 +23,23 @@
 struct db_stmt {
 	const char *name; /* prepared-statement name; unique in the registry */
 	const char *sql;
-	unsigned id; /* index in the registry, set by db_registry_init() */
+	unsigned id;  /* index in the registry, set by db_registry_init() */
+	bool generic; /* written for its generic plan: DB_STMT_GENERIC */
 };
 
 /* Declares a registered statement named after its variable. */
-#define DB_STMT(var, text) static struct db_stmt var = {#var, text, 0}
+#define DB_STMT(var, text) static struct db_stmt var = {#var, text, 0, false}
+/*
+ * The same, for a statement written for its generic plan, which it then
+ * gets on every connection: db_exec runs it with plan_cache_mode
+ * force_generic_plan where the connection leaves the plan mode to
+ * PostgreSQL (no DB_GENERIC_PLANS).  Left to choose, PostgreSQL planned a
+ * worker's batch of results with its values on most calls of a pooled
+ * connection's first quarter-minute (5-6 ms a plan over the partitions,
+ * more than running it).
+ */
+#define DB_STMT_GENERIC(var, text) \
+	static struct db_stmt var = {#var, text, 0, true}
 
 struct db {
 	PGconn *conn;
@@ -35,6 +47,10 @@ struct db {
 	unsigned flags;
 	unsigned char *prepared; /* per registry statement: prepared here */
 	int server_version;      /* server_version_num */
+	/* plan_cache_mode is force_generic_plan for the session, set by
+	 * db_exec for a DB_STMT_GENERIC statement (without DB_GENERIC_PLANS;
+	 * with it the session is generic from the start). */
+	bool session_generic;
 };
 
 /* Collects every module's statements (idempotent; db_open calls it). */

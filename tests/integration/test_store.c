@@ -14,6 +14,7 @@
 #include "runtime/metrics.h"
 #include "store/db.h"
 #include "store/decide_repo.h"
+#include "store/definitions_repo.h"
 #include "store/pool.h"
 #include "store/queue_repo.h"
 #include "store/sql.h"
@@ -798,6 +799,82 @@ Test(plans, a_sweepers_plans_made_on_an_empty_queue_stay_keyed,
 	cr_assert_eq(after, before, "the sweep scanned %lld rows whole",
 		     after - before);
 	db_rollback(db);
+	db_close(db);
+}
+
+/* custom_plans and generic_plans of the prepared statement name on db. */
+static void
+plans_of(struct db *db, const char *name, long *custom, long *generic)
+{
+	const char *p[] = {name};
+	char *c = th_value(db->conn,
+			   "SELECT \"custom_plans\" FROM pg_prepared_statements"
+			   " WHERE \"name\" = $1",
+			   1, p);
+	char *g =
+		th_value(db->conn,
+			 "SELECT \"generic_plans\" FROM pg_prepared_statements"
+			 " WHERE \"name\" = $1",
+			 1, p);
+	*custom = atol(c);
+	*generic = atol(g);
+	free(c);
+	free(g);
+}
+
+/*
+ * A worker's lease and batch of results are written for their generic
+ * plans (DB_STMT_GENERIC: they read their queue rows by key on plans made
+ * at any table size, the two tests above), and a pool connection, which
+ * leaves the plan mode to PostgreSQL, runs them with those.  Left to
+ * choose, pooled connections planned the batch of results with its
+ * values on most calls of their first quarter-minute (957 plans in the
+ * first 4,000 calls of a 250/s paced run, 5-6 ms each, more than running
+ * it).  The statements that follow on the connection get the mode they
+ * were written for: one with parameters is planned with its values
+ * again, inside a transaction of db_begin as well.
+ */
+Test(plans, a_pool_connection_plans_a_workers_lease_and_results_once,
+     .init = setup_clone, .fini = teardown)
+{
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert(db_open(&db, tdb.url, DB_KEYED | DB_PREPARE_ALL, &e), "%s",
+		  e.msg);
+	for (int i = 0; i < 12; i++)
+		cr_assert(queue_warm(db, &e), "%s", e.msg);
+	const char *names[] = {"queue_lease_stmt", "queue_results_stmt"};
+	long custom, generic;
+	for (int k = 0; k < 2; k++) {
+		plans_of(db, names[k], &custom, &generic);
+		cr_assert_eq(custom, 0,
+			     "%s was planned with its values %ld times",
+			     names[k], custom);
+		cr_assert_geq(generic, 12, "%s: %ld", names[k], generic);
+	}
+
+	char id[37];
+	cr_assert(defs_namespace_id(db, "default", id, &e), "%s", e.msg);
+	plans_of(db, "defs_namespace_select", &custom, &generic);
+	cr_assert_eq(custom, 1, "after the results: %ld custom, %ld generic",
+		     custom, generic);
+
+	cr_assert(queue_warm(db, &e), "%s", e.msg);
+	cr_assert(db_begin(db, &e), "%s", e.msg);
+	cr_assert(defs_namespace_id(db, "default", id, &e), "%s", e.msg);
+	plans_of(db, "defs_namespace_select", &custom, &generic);
+	cr_assert_eq(custom, 2, "in a transaction: %ld custom, %ld generic",
+		     custom, generic);
+	db_rollback(db);
+	cr_assert(defs_namespace_id(db, "default", id, &e), "%s", e.msg);
+	plans_of(db, "defs_namespace_select", &custom, &generic);
+	cr_assert_eq(custom, 3,
+		     "after the transaction: %ld custom, %ld generic", custom,
+		     generic);
+	char *mode = th_value(
+		db->conn, "SELECT current_setting('plan_cache_mode')", 0, NULL);
+	cr_assert_str_eq(mode, "auto");
+	free(mode);
 	db_close(db);
 }
 
