@@ -552,18 +552,25 @@ no_analyse(void)
 	th_exec(conn, "VACUUM ANALYZE \"TaskQueues\", \"TaskExecutions\"");
 }
 
-/* After no_analyse, a connection as an engine loop's or the HTTP pool's:
- * generic plans, none of them a whole scan where an index serves. */
+/* A connection as an engine loop's or the HTTP pool's: generic plans,
+ * none of them a whole scan where an index serves. */
 static struct db *
-keyed_connection_on_empty_tables(void)
+keyed_connection(void)
 {
-	no_analyse();
 	struct db *db = NULL;
 	struct err e = ERR_INIT;
 	cr_assert(db_open(&db, tdb.url,
 			  DB_GENERIC_PLANS | DB_KEYED | DB_PREPARE_ALL, &e),
 		  "%s", e.msg);
 	return db;
+}
+
+/* keyed_connection, after no_analyse. */
+static struct db *
+keyed_connection_on_empty_tables(void)
+{
+	no_analyse();
+	return keyed_connection();
 }
 
 /* n more workflows of 8 tasks each, all queued; the first 10 tasks ever
@@ -721,6 +728,19 @@ lease_and_results_read_only_their_rows(struct db *db, long long lease_max)
 	db_rollback(db);
 }
 
+/* db's worker plans made on the tables as they are (queue_warm), then
+ * the tables grown and lease_and_results_read_only_their_rows; closes
+ * db. */
+static void
+plans_made_then_grown(struct db *db, long long lease_max)
+{
+	struct err e = ERR_INIT;
+	cr_assert(queue_warm(db, &e), "%s", e.msg);
+	grow_tables();
+	lease_and_results_read_only_their_rows(db, lease_max);
+	db_close(db);
+}
+
 /*
  * A worker's lease and a batch of its results find their queue rows by
  * key, whatever the size of the queue their plans were made on.  The
@@ -738,13 +758,8 @@ lease_and_results_read_only_their_rows(struct db *db, long long lease_max)
 Test(plans, a_workers_lease_and_results_read_only_their_queue_rows,
      .init = setup_clone, .fini = teardown)
 {
-	struct db *db = keyed_connection_on_empty_tables();
-	struct err e = ERR_INIT;
 	/* The plans, made on a drained queue. */
-	cr_assert(queue_warm(db, &e), "%s", e.msg);
-	grow_tables();
-	lease_and_results_read_only_their_rows(db, 5300);
-	db_close(db);
+	plans_made_then_grown(keyed_connection_on_empty_tables(), 5300);
 }
 
 /*
@@ -760,16 +775,8 @@ Test(plans, plans_made_on_a_queue_never_analysed_stay_keyed,
 {
 	no_autovacuum();
 	grow_tables_by(375);
-	struct db *db = NULL;
-	struct err e = ERR_INIT;
-	cr_assert(db_open(&db, tdb.url,
-			  DB_GENERIC_PLANS | DB_KEYED | DB_PREPARE_ALL, &e),
-		  "%s", e.msg);
-	cr_assert(queue_warm(db, &e), "%s", e.msg);
-	grow_tables();
 	/* The candidates (100) and the rows leased (100). */
-	lease_and_results_read_only_their_rows(db, 300);
-	db_close(db);
+	plans_made_then_grown(keyed_connection(), 300);
 }
 
 /*
@@ -800,6 +807,17 @@ Test(plans, a_sweepers_plans_made_on_an_empty_queue_stay_keyed,
 		     after - before);
 	db_rollback(db);
 	db_close(db);
+}
+
+/* A connection as the HTTP pool's: the plan mode left to PostgreSQL. */
+static struct db *
+pool_connection(void)
+{
+	struct db *db = NULL;
+	struct err e = ERR_INIT;
+	cr_assert(db_open(&db, tdb.url, DB_KEYED | DB_PREPARE_ALL, &e), "%s",
+		  e.msg);
+	return db;
 }
 
 /* custom_plans and generic_plans of the prepared statement name on db. */
@@ -837,10 +855,8 @@ plans_of(struct db *db, const char *name, long *custom, long *generic)
 Test(plans, a_pool_connection_plans_a_workers_lease_and_results_once,
      .init = setup_clone, .fini = teardown)
 {
-	struct db *db = NULL;
+	struct db *db = pool_connection();
 	struct err e = ERR_INIT;
-	cr_assert(db_open(&db, tdb.url, DB_KEYED | DB_PREPARE_ALL, &e), "%s",
-		  e.msg);
 	for (int i = 0; i < 12; i++)
 		cr_assert(queue_warm(db, &e), "%s", e.msg);
 	const char *names[] = {"queue_lease_stmt", "queue_results_stmt"};
@@ -892,10 +908,8 @@ Test(plans, a_pool_connection_plans_a_workers_lease_and_results_once,
 Test(plans, a_pool_connection_plans_the_decisions_once, .init = setup_clone,
      .fini = teardown)
 {
-	struct db *db = NULL;
+	struct db *db = pool_connection();
 	struct err e = ERR_INIT;
-	cr_assert(db_open(&db, tdb.url, DB_KEYED | DB_PREPARE_ALL, &e), "%s",
-		  e.msg);
 	for (int i = 0; i < 12; i++)
 		cr_assert(decide_warm(db, &e), "%s", e.msg);
 	PGresult *r =
