@@ -29,9 +29,13 @@
  * that share keys then wait in one order, never for each other.  The
  * answer: the array positions written, with their ids, "startedAt" and
  * namespace's name (what deciding the first step in the same transaction
- * needs).
+ * needs).  It runs with its generic plan (DB_STMT_GENERIC), in a start's
+ * transaction that decides (db_begin_generic) and outside one alike, so
+ * the pooled connections that also serve workers' leases and results
+ * never switch their plan mode for it.
  */
-DB_STMT(exec_start_many_stmt,
+DB_STMT_GENERIC(
+	exec_start_many_stmt,
 	"WITH src AS MATERIALIZED (SELECT r.\"ord\", uuidv7() AS \"id\","
 	"   now() AS \"at\", r.\"e\", (r.\"e\"->>'ns')::uuid AS \"ns\""
 	"   FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY"

@@ -15,6 +15,7 @@
 #include "store/db.h"
 #include "store/decide_repo.h"
 #include "store/definitions_repo.h"
+#include "store/executions_repo.h"
 #include "store/pool.h"
 #include "store/queue_repo.h"
 #include "store/sql.h"
@@ -843,7 +844,8 @@ plans_of(struct db *db, const char *name, long *custom, long *generic)
 /*
  * A worker's lease and batch of results are written for their generic
  * plans (DB_STMT_GENERIC: they read their queue rows by key on plans made
- * at any table size, the two tests above), and a pool connection, which
+ * at any table size, the two tests above), and so is the starts'
+ * statement, which shares their connections; a pool connection, which
  * leaves the plan mode to PostgreSQL, runs them with those.  Left to
  * choose, pooled connections planned the batch of results with its
  * values on most calls of their first quarter-minute (957 plans in the
@@ -852,13 +854,13 @@ plans_of(struct db *db, const char *name, long *custom, long *generic)
  * were written for: one with parameters is planned with its values
  * again, inside a transaction of db_begin as well.
  */
-Test(plans, a_pool_connection_plans_a_workers_lease_and_results_once,
+Test(plans, a_pool_connection_plans_leases_results_and_starts_once,
      .init = setup_clone, .fini = teardown)
 {
 	struct db *db = pool_connection();
 	struct err e = ERR_INIT;
 	for (int i = 0; i < 12; i++)
-		cr_assert(queue_warm(db, &e), "%s", e.msg);
+		cr_assert(queue_warm(db, &e) && exec_warm(db, &e), "%s", e.msg);
 	const char *names[] = {"queue_lease_stmt", "queue_results_stmt"};
 	long custom, generic;
 	for (int k = 0; k < 2; k++) {
@@ -868,6 +870,13 @@ Test(plans, a_pool_connection_plans_a_workers_lease_and_results_once,
 			     names[k], custom);
 		cr_assert_geq(generic, 12, "%s: %ld", names[k], generic);
 	}
+	/* The starts' statement, run last, kept the session's mode: a pooled
+	 * connection serving starts and workers does not switch between
+	 * them. */
+	char *shared = th_value(
+		db->conn, "SELECT current_setting('plan_cache_mode')", 0, NULL);
+	cr_assert_str_eq(shared, "force_generic_plan");
+	free(shared);
 
 	char id[37];
 	cr_assert(defs_namespace_id(db, "default", id, &e), "%s", e.msg);
