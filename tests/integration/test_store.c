@@ -531,9 +531,8 @@ whole_scan_rows(struct db *db)
 		      0, NULL);
 }
 
-/* The queue and task tables vacuumed and analysed empty (as a drained
- * queue is), then autovacuum off for them, so that no analyse makes a
- * connection's plans again while the test grows the tables. */
+/* Autovacuum off for the queue and task tables, so that no analyse makes
+ * a connection's plans again while the test grows the tables. */
 static void
 no_autovacuum(void)
 {
@@ -546,6 +545,8 @@ no_autovacuum(void)
 		      " END LOOP; END $$");
 }
 
+/* no_autovacuum, with the tables vacuumed and analysed empty (as a
+ * drained queue is). */
 static void
 no_analyse(void)
 {
@@ -821,24 +822,47 @@ pool_connection(void)
 	return db;
 }
 
-/* custom_plans and generic_plans of the prepared statement name on db. */
+/* Each of the n prepared statements named was planned for all its runs
+ * (at least `runs`) with one generic plan, and never with its values. */
 static void
-plans_of(struct db *db, const char *name, long *custom, long *generic)
+assert_planned_once(struct db *db, const char *const *names, int n, int runs)
+{
+	for (int k = 0; k < n; k++) {
+		const char *p[] = {names[k]};
+		long long custom = th_int(
+			db->conn,
+			"SELECT \"custom_plans\" FROM pg_prepared_statements"
+			" WHERE \"name\" = $1",
+			1, p);
+		long long generic = th_int(
+			db->conn,
+			"SELECT \"generic_plans\" FROM pg_prepared_statements"
+			" WHERE \"name\" = $1",
+			1, p);
+		cr_assert_eq(custom, 0,
+			     "%s was planned with its values %lld times",
+			     names[k], custom);
+		cr_assert_geq(generic, runs, "%s: %lld", names[k], generic);
+	}
+}
+
+/* The session's plan_cache_mode on db (malloc'd). */
+static char *
+plan_mode(struct db *db)
+{
+	return th_value(db->conn, "SELECT current_setting('plan_cache_mode')",
+			0, NULL);
+}
+
+/* The custom plans of the prepared statement name on db. */
+static long long
+custom_plans(struct db *db, const char *name)
 {
 	const char *p[] = {name};
-	char *c = th_value(db->conn,
-			   "SELECT \"custom_plans\" FROM pg_prepared_statements"
-			   " WHERE \"name\" = $1",
-			   1, p);
-	char *g =
-		th_value(db->conn,
-			 "SELECT \"generic_plans\" FROM pg_prepared_statements"
-			 " WHERE \"name\" = $1",
-			 1, p);
-	*custom = atol(c);
-	*generic = atol(g);
-	free(c);
-	free(g);
+	return th_int(db->conn,
+		      "SELECT \"custom_plans\" FROM pg_prepared_statements"
+		      " WHERE \"name\" = $1",
+		      1, p);
 }
 
 /*
@@ -862,42 +886,29 @@ Test(plans, a_pool_connection_plans_leases_results_and_starts_once,
 	for (int i = 0; i < 12; i++)
 		cr_assert(queue_warm(db, &e) && exec_warm(db, &e), "%s", e.msg);
 	const char *names[] = {"queue_lease_stmt", "queue_results_stmt"};
-	long custom, generic;
-	for (int k = 0; k < 2; k++) {
-		plans_of(db, names[k], &custom, &generic);
-		cr_assert_eq(custom, 0,
-			     "%s was planned with its values %ld times",
-			     names[k], custom);
-		cr_assert_geq(generic, 12, "%s: %ld", names[k], generic);
-	}
+	assert_planned_once(db, names, 2, 12);
 	/* The starts' statement, run last, kept the session's mode: a pooled
 	 * connection serving starts and workers does not switch between
 	 * them. */
-	char *shared = th_value(
-		db->conn, "SELECT current_setting('plan_cache_mode')", 0, NULL);
-	cr_assert_str_eq(shared, "force_generic_plan");
-	free(shared);
+	char *mode = plan_mode(db);
+	cr_assert_str_eq(mode, "force_generic_plan");
+	free(mode);
 
 	char id[37];
 	cr_assert(defs_namespace_id(db, "default", id, &e), "%s", e.msg);
-	plans_of(db, "defs_namespace_select", &custom, &generic);
-	cr_assert_eq(custom, 1, "after the results: %ld custom, %ld generic",
-		     custom, generic);
+	cr_assert_eq(custom_plans(db, "defs_namespace_select"), 1,
+		     "after the results");
 
 	cr_assert(queue_warm(db, &e), "%s", e.msg);
 	cr_assert(db_begin(db, &e), "%s", e.msg);
 	cr_assert(defs_namespace_id(db, "default", id, &e), "%s", e.msg);
-	plans_of(db, "defs_namespace_select", &custom, &generic);
-	cr_assert_eq(custom, 2, "in a transaction: %ld custom, %ld generic",
-		     custom, generic);
+	cr_assert_eq(custom_plans(db, "defs_namespace_select"), 2,
+		     "in a transaction");
 	db_rollback(db);
 	cr_assert(defs_namespace_id(db, "default", id, &e), "%s", e.msg);
-	plans_of(db, "defs_namespace_select", &custom, &generic);
-	cr_assert_eq(custom, 3,
-		     "after the transaction: %ld custom, %ld generic", custom,
-		     generic);
-	char *mode = th_value(
-		db->conn, "SELECT current_setting('plan_cache_mode')", 0, NULL);
+	cr_assert_eq(custom_plans(db, "defs_namespace_select"), 3,
+		     "after the transaction");
+	mode = plan_mode(db);
 	cr_assert_str_eq(mode, "auto");
 	free(mode);
 	db_close(db);
@@ -921,25 +932,10 @@ Test(plans, a_pool_connection_plans_the_decisions_once, .init = setup_clone,
 	struct err e = ERR_INIT;
 	for (int i = 0; i < 12; i++)
 		cr_assert(decide_warm(db, &e), "%s", e.msg);
-	PGresult *r =
-		PQexec(db->conn, "SELECT \"name\", \"generic_plans\","
-				 " \"custom_plans\" FROM pg_prepared_statements"
-				 " WHERE \"name\" IN ('decide_write',"
-				 " 'decide_write_few', 'decide_load_tasks_few')"
-				 " ORDER BY 1");
-	cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s",
-		     PQerrorMessage(db->conn));
-	cr_assert_eq(PQntuples(r), 3);
-	for (int k = 0; k < 3; k++) {
-		cr_assert_str_eq(PQgetvalue(r, k, 2), "0",
-				 "%s was planned with its values %s times",
-				 PQgetvalue(r, k, 0), PQgetvalue(r, k, 2));
-		cr_assert_geq(atoi(PQgetvalue(r, k, 1)), 12, "%s: %s",
-			      PQgetvalue(r, k, 0), PQgetvalue(r, k, 1));
-	}
-	PQclear(r);
-	char *mode = th_value(
-		db->conn, "SELECT current_setting('plan_cache_mode')", 0, NULL);
+	const char *names[] = {"decide_write", "decide_write_few",
+			       "decide_load_tasks_few"};
+	assert_planned_once(db, names, 3, 12);
+	char *mode = plan_mode(db);
 	cr_assert_str_eq(mode, "auto");
 	free(mode);
 	db_close(db);
