@@ -51,6 +51,23 @@
  * hundreds a second, or spread over replicas, queue in groups of a few,
  * and each group's decisions would be a statement of their own where a
  * decider writes one for many.
+ *
+ * START_DECIDE_GROUPS has every group decide its first steps, so that a
+ * start's answer always comes with its first tasks queued: a decider's
+ * round after the commit (its turn, claim, loads, write and commit, queued
+ * behind the results' decisions) was most of a first task's latency, p99
+ * 26-69 ms at 1,000 starts/s paced on two cores against 11-16 ms.  But the
+ * decisions hold the one writer about twice as long (a group of 13: 2.7 ms
+ * of its 5.2), and a burst of starts that keeps it busy is started faster
+ * by the deciders beside it (2,250-2,700 starts/s against 3,350-4,200
+ * phased).  So groups averaging `burst_size` starts (a moving average over
+ * about sixteen groups) are a burst, whose groups leave their first steps
+ * to the deciders until the average falls to two fifths of that.  Paced at
+ * 1,000 a second, the groups averaged seven starts; sixteen starters at
+ * once, thirteen, and nine to eleven once the deciders decided for them.
+ * Three replicas sharing sixteen starters average five a server, below any
+ * such size, and lost a third of their starts' rate (docs/benchmarks.md):
+ * hence not the default.
  */
 enum { BUSY_NS = 1000000, LINGER_NS = 500000 };
 
@@ -74,13 +91,17 @@ static struct job *head, **tail = &head; /* waiting, oldest first */
 static int writing;                      /* leaders writing a group */
 static struct timespec last_end;         /* when the last write ended */
 
-static atomic_bool decides = true;
+static bool burst;      /* groups leave their first steps to the deciders */
+static long long avg16; /* the groups' moving average size, times 16 */
+
+static atomic_int decides = START_DECIDE_ALONE;
 static atomic_int writers = 1;
+static atomic_int burst_size = 10;
 static atomic_int retry_budget = 600;
 
 static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
 static struct metric *m_writes, *m_starts, *m_waiting, *m_decided, *m_decisions,
-	*m_decide_failed;
+	*m_decide_failed, *m_bursts;
 
 static void
 register_metrics(void)
@@ -102,6 +123,11 @@ register_metrics(void)
 		METRIC_COUNTER, "nodeflow_start_decide_failures_total", "",
 		"Groups of starts whose first steps could not be decided with "
 		"them (written without, for the deciders).");
+	m_bursts = metric_register(
+		METRIC_COUNTER, "nodeflow_start_bursts_total", "",
+		"Bursts of workflow starts: times the groups' average size "
+		"reached --start-burst-size, after which groups left their "
+		"first steps to the deciders.");
 	m_decisions =
 		metric_register(METRIC_COUNTER, "nodeflow_decisions_total", "",
 				"Workflow evaluations applied");
@@ -187,15 +213,37 @@ write_deciding(struct db *db, struct job *const *jobs,
 	return ok ? GROUP_WRITTEN : GROUP_UNDECIDED;
 }
 
-/* The group's starts, a start that did not wait deciding its first step
- * with it when it can: decisions that fail are left out of the write. */
+/* Whether a group of n starts decides its first steps, and the burst
+ * state after it.  The lock is held. */
+static bool
+group_decides(struct job *const *jobs, size_t n)
+{
+	bool in_burst = burst;
+	long long size = atomic_load(&burst_size);
+	avg16 += (long long)n - avg16 / 16;
+	if (size > 0 && !burst && avg16 >= 16 * size) {
+		burst = true;
+		metric_add(m_bursts, 1);
+	} else if (burst && (size == 0 || avg16 * 5 <= 16 * size * 2)) {
+		burst = false;
+	}
+	int mode = atomic_load(&decides);
+	bool alone = n == 1 && !jobs[0]->queued;
+	return (mode == START_DECIDE_GROUPS && !in_burst) ||
+	       (mode != START_DECIDE_NEVER && alone);
+}
+
+/* The group's starts, with their first steps when `decide` and they can
+ * be: decisions that fail are left out of the write. */
 static bool
 write_group(struct db *db, struct job *const *jobs,
-	    const struct exec_start *const *s, size_t n,
+	    const struct exec_start *const *s, size_t n, bool decide,
 	    struct exec_started *out, struct err *e)
 {
-	if (n == 1 && jobs[0]->first && !jobs[0]->queued &&
-	    atomic_load(&decides)) {
+	bool any_first = false;
+	for (size_t i = 0; i < n; i++)
+		any_first = any_first || jobs[i]->first;
+	if (decide && any_first) {
 		switch (write_deciding(db, jobs, s, n, out, e)) {
 		case GROUP_WRITTEN: return true;
 		case GROUP_REFUSED: return false;
@@ -250,11 +298,12 @@ lead(struct db *db)
 	if (!head)
 		tail = &head;
 	metric_add(m_waiting, -(long long)n);
+	bool decide = group_decides(batch, n);
 	pthread_mutex_unlock(&lock);
 
 	struct exec_started out[START_GROUP_MAX];
 	struct err e = ERR_INIT;
-	bool ok = write_group(db, batch, s, n, out, &e);
+	bool ok = write_group(db, batch, s, n, decide, out, &e);
 	if (!ok && n > 1)
 		log_warn("start",
 			 "a group of %zu starts was refused (%s): each is "
@@ -281,12 +330,13 @@ lead(struct db *db)
 }
 
 void
-start_group_init(bool decide_first, int writers_at_once,
-		 int retry_budget_per_minute)
+start_group_init(enum start_decide decide_first, int writers_at_once,
+		 int burst_group_size, int retry_budget_per_minute)
 {
 	pthread_once(&metrics_once, register_metrics);
 	atomic_store(&decides, decide_first);
 	atomic_store(&writers, writers_at_once < 1 ? 1 : writers_at_once);
+	atomic_store(&burst_size, burst_group_size < 0 ? 0 : burst_group_size);
 	atomic_store(&retry_budget, retry_budget_per_minute);
 }
 

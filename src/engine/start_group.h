@@ -19,9 +19,12 @@
  * other group being gathered or written (so is written alone) has its
  * first step decided in the same transaction (decide_batch.h), so its
  * first tasks are queued at its commit without a decider's transaction of
- * their own; starts that waited (a load that queues starts), a start
- * whose decisions fail (written again without them), and every start when
- * deciding at start is off (start_group_init) are left to the deciders.
+ * their own; with START_DECIDE_GROUPS, so have the starts of every group
+ * but those of a burst (groups that average `burst_group_size` starts or
+ * more, until the average falls to two fifths of it).  Starts that waited
+ * (a load that queues starts), a start whose decisions fail (written
+ * again without them), and every start with START_DECIDE_NEVER are left
+ * to the deciders.
  *
  * Threads: any; a caller blocks until its start is written, as it would on
  * its own statement.  Ownership: s is borrowed until the call returns.
@@ -43,6 +46,14 @@ struct wf_def;
 
 enum { START_GROUP_MAX = 64 };
 
+/* Which starts decide their workflows' first steps (--start-decides). */
+enum start_decide {
+	START_DECIDE_NEVER = 0, /* the deciders decide every first step */
+	START_DECIDE_ALONE =
+		1, /* a start written alone, that waited for none */
+	START_DECIDE_GROUPS = 2, /* every group, but a burst's */
+};
+
 /* What deciding a start's first step reads besides the start: the
  * workflow's definition, and its input (inputTemplate applied) and
  * variables as JSON.  Borrowed until start_group_write returns. */
@@ -53,11 +64,13 @@ struct start_first {
 };
 
 /* Registers the group's metrics (the first write does it otherwise) and
- * says whether starts decide their first step (the default), how many
- * groups may be written at once (at least one; one otherwise) and the retry
+ * says which starts decide their first step (START_DECIDE_ALONE by
+ * default), how many
+ * groups may be written at once (at least one; one otherwise), the average
+ * group size that makes a burst (0: none; 10 otherwise) and the retry
  * budget their evaluations keep to (decide_loop_opts'). */
-void start_group_init(bool decide_first, int writers_at_once,
-		      int retry_budget_per_minute);
+void start_group_init(enum start_decide decide_first, int writers_at_once,
+		      int burst_group_size, int retry_budget_per_minute);
 
 /* Writes s (store's exec_start contract: *created false and id_out the
  * owner's id when its idempotency key was taken) using db, the caller's

@@ -122,10 +122,16 @@ static const struct config_def defs[] = {
 	INT("decider-interval-ms", "NODEFLOW_DECIDER_INTERVAL_MS", "200", 10,
 	    600000, decider_interval_ms,
 	    "how often an idle decider looks for work nobody woke it for"),
-	INT("start-decides", "NODEFLOW_START_DECIDES", "1", 0, 1, start_decides,
+	INT("start-decides", "NODEFLOW_START_DECIDES", "1", 0, 2, start_decides,
 	    "1: a start that did not wait behind other starts decides its "
-	    "workflow's first step in its own transaction; 0: the deciders "
+	    "workflow's first step in its own transaction; 2: every group of "
+	    "starts does, but in a burst (start-burst-size); 0: the deciders "
 	    "do, after it"),
+	INT("start-burst-size", "NODEFLOW_START_BURST_SIZE", "10", 0, 64,
+	    start_burst_size,
+	    "with start-decides 2, groups of workflow starts averaging this "
+	    "many are a burst, whose first steps are left to the deciders "
+	    "until the average falls to two fifths of it (0: never)"),
 	INT("start-writers", "NODEFLOW_START_WRITERS", "1", 1, 8, start_writers,
 	    "groups of workflow starts written at once, each by one of its "
 	    "starts on that start's connection"),

@@ -54,6 +54,7 @@ struct config {
 	long decider_interval_ms;
 	long start_decides;
 	long start_writers;
+	long start_burst_size;
 	long results_decide;
 	long retry_budget_per_minute;
 	long sweeper_interval_ms;

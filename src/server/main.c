@@ -485,8 +485,9 @@ cmd_serve(struct command_line *cl)
 	workers_set_semaphore_default_permits(
 		(int)cfg->semaphore_default_permits);
 	if (has_role(cfg->roles, "api")) {
-		start_group_init(cfg->start_decides != 0,
+		start_group_init((enum start_decide)cfg->start_decides,
 				 (int)cfg->start_writers,
+				 (int)cfg->start_burst_size,
 				 (int)cfg->retry_budget_per_minute);
 		workers_set_results_decide(cfg->results_decide != 0,
 					   (int)cfg->retry_budget_per_minute);

@@ -1665,6 +1665,98 @@ Test(starts, starts_that_waited_for_a_write_leave_their_first_steps_to_deciders)
 }
 
 /*
+ * With --start-decides 2, starts that waited for another group's write
+ * decide their first steps in their group's transaction, so that each is
+ * answered with its first task queued, as the first start, which found no
+ * write in progress, is.
+ */
+Test(starts, with_start_decides_2_a_group_decides_its_first_steps)
+{
+	enum { N = 3 };
+	const char *flags[] = {"--http-threads",
+			       "12",
+			       "--db-pool-size",
+			       "16",
+			       "--start-decides",
+			       "2",
+			       NULL};
+	e2e_start(flags);
+	put_task_def("gq", 0, 60);
+	put_one_task_workflow("gd", "gq");
+	long long writes = e2e_metric("nodeflow_start_writes_total");
+	long long decided = e2e_metric("nodeflow_start_decided_total");
+	const char *bodies[N] = {
+		"{\"name\":\"gd\",\"input\":{\"n\":0},"
+		"\"idempotencyKey\":\"hold\"}",
+		"{\"name\":\"gd\",\"input\":{\"n\":1}}",
+		"{\"name\":\"gd\",\"input\":{\"n\":2}}",
+	};
+	static struct starter ss[N]; /* outlives a failed test's threads */
+	start_behind_a_held_one(ss, N, bodies);
+
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(ss[i].status, 201, "start %d: %ld", i,
+			     ss[i].status);
+	/* The first start alone, then the two that waited, in one group. */
+	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
+	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided, N);
+	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL),
+		     N, "the tasks were not queued at the answers");
+	cr_assert_eq(e2e_metric("nodeflow_start_bursts_total"), 0);
+}
+
+/*
+ * With --start-decides 2, groups that average --start-burst-size starts
+ * are a burst: a group then leaves its first steps to the deciders, who
+ * decide them after its commit, while a start that found no write in
+ * progress still decides its own.  Here the size is one, so sixteen
+ * starts one after another make the average; the two that then wait
+ * behind a held start are a group left to the deciders.
+ */
+Test(starts, a_burst_of_starts_leaves_their_first_steps_to_the_deciders)
+{
+	enum { N = 3, ALONE = 16 };
+	const char *flags[] = {"--http-threads",
+			       "12",
+			       "--db-pool-size",
+			       "16",
+			       "--start-decides",
+			       "2",
+			       "--start-burst-size",
+			       "1",
+			       NULL};
+	e2e_start(flags);
+	put_task_def("bs", 0, 60);
+	put_one_task_workflow("bw", "bs");
+	long long decided = e2e_metric("nodeflow_start_decided_total");
+	for (int i = 0; i < ALONE; i++) {
+		char id[37];
+		e2e_start_workflow("bw", json_pack("{s:i}", "n", i), id);
+	}
+	cr_assert_eq(e2e_metric("nodeflow_start_bursts_total"), 1);
+	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided,
+		     ALONE, "a start that came alone left its first step");
+
+	const char *bodies[N] = {
+		"{\"name\":\"bw\",\"input\":{\"n\":100},"
+		"\"idempotencyKey\":\"hold\"}",
+		"{\"name\":\"bw\",\"input\":{\"n\":101}}",
+		"{\"name\":\"bw\",\"input\":{\"n\":102}}",
+	};
+	static struct starter ss[N]; /* outlives a failed test's threads */
+	start_behind_a_held_one(ss, N, bodies);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(ss[i].status, 201, "start %d: %ld", i,
+			     ss[i].status);
+	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided,
+		     ALONE + 1, "the group of two decided its first steps");
+	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"",
+				   ALONE + N, 0};
+	cr_assert(th_wait_until(DECIDE_TIMEOUT_MS, sql_reaches, &queued),
+		  "%lld of %d tasks queued", queued.seen, ALONE + N);
+}
+
+/*
  * Two groups are written at once (--start-writers 2): a start
  * held in its statement, its idempotency key taken by a transaction not
  * yet committed, does not hold up the start after it, which is written
