@@ -1525,6 +1525,26 @@ start_behind_a_held_one(struct starter *ss, int n, const char *const *bodies)
 	pthread_barrier_destroy(&one);
 }
 
+/* Three starts of `def` (inputs n = from, from + 1, from + 2), the first
+ * held in its statement until the other two wait behind it; each is
+ * answered 201. */
+static void
+three_behind_a_held_one(struct starter *ss, const char *def, int from)
+{
+	static char bodies[3][128]; /* outlive a failed test's threads */
+	const char *b[3];
+	for (int i = 0; i < 3; i++) {
+		snprintf(bodies[i], sizeof(bodies[i]),
+			 "{\"name\":\"%s\",\"input\":{\"n\":%d}%s}", def,
+			 from + i, i ? "" : ",\"idempotencyKey\":\"hold\"");
+		b[i] = bodies[i];
+	}
+	start_behind_a_held_one(ss, 3, b);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(ss[i].status, 201, "start %d: %ld", i,
+			     ss[i].status);
+}
+
 /* Starts that arrive while another is written are written together, in
  * one statement, each whole: its execution, its first event (seq 1), its
  * evaluation (its task is queued; a group this large leaves it to the
@@ -1637,18 +1657,9 @@ Test(starts, starts_that_waited_for_a_write_leave_their_first_steps_to_deciders)
 	put_one_task_workflow("qw", "qs");
 	long long writes = e2e_metric("nodeflow_start_writes_total");
 	long long decided = e2e_metric("nodeflow_start_decided_total");
-	const char *bodies[N] = {
-		"{\"name\":\"qw\",\"input\":{\"n\":0},"
-		"\"idempotencyKey\":\"hold\"}",
-		"{\"name\":\"qw\",\"input\":{\"n\":1}}",
-		"{\"name\":\"qw\",\"input\":{\"n\":2}}",
-	};
 	static struct starter ss[N]; /* outlives a failed test's threads */
-	start_behind_a_held_one(ss, N, bodies);
+	three_behind_a_held_one(ss, "qw", 0);
 
-	for (int i = 0; i < N; i++)
-		cr_assert_eq(ss[i].status, 201, "start %d: %ld", i,
-			     ss[i].status);
 	/* The first start alone, then the two that waited, in one group of
 	 * two, left to the deciders. */
 	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
@@ -1685,18 +1696,9 @@ Test(starts, with_start_decides_2_a_group_decides_its_first_steps)
 	put_one_task_workflow("gd", "gq");
 	long long writes = e2e_metric("nodeflow_start_writes_total");
 	long long decided = e2e_metric("nodeflow_start_decided_total");
-	const char *bodies[N] = {
-		"{\"name\":\"gd\",\"input\":{\"n\":0},"
-		"\"idempotencyKey\":\"hold\"}",
-		"{\"name\":\"gd\",\"input\":{\"n\":1}}",
-		"{\"name\":\"gd\",\"input\":{\"n\":2}}",
-	};
 	static struct starter ss[N]; /* outlives a failed test's threads */
-	start_behind_a_held_one(ss, N, bodies);
+	three_behind_a_held_one(ss, "gd", 0);
 
-	for (int i = 0; i < N; i++)
-		cr_assert_eq(ss[i].status, 201, "start %d: %ld", i,
-			     ss[i].status);
 	/* The first start alone, then the two that waited, in one group. */
 	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
 	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided, N);
@@ -1737,17 +1739,8 @@ Test(starts, a_burst_of_starts_leaves_their_first_steps_to_the_deciders)
 	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided,
 		     ALONE, "a start that came alone left its first step");
 
-	const char *bodies[N] = {
-		"{\"name\":\"bw\",\"input\":{\"n\":100},"
-		"\"idempotencyKey\":\"hold\"}",
-		"{\"name\":\"bw\",\"input\":{\"n\":101}}",
-		"{\"name\":\"bw\",\"input\":{\"n\":102}}",
-	};
 	static struct starter ss[N]; /* outlives a failed test's threads */
-	start_behind_a_held_one(ss, N, bodies);
-	for (int i = 0; i < N; i++)
-		cr_assert_eq(ss[i].status, 201, "start %d: %ld", i,
-			     ss[i].status);
+	three_behind_a_held_one(ss, "bw", ALONE);
 	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided,
 		     ALONE + 1, "the group of two decided its first steps");
 	struct sql_probe queued = {"SELECT count(*) FROM \"TaskQueues\"",
