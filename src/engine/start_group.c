@@ -213,11 +213,15 @@ write_deciding(struct db *db, struct job *const *jobs,
 	return ok ? GROUP_WRITTEN : GROUP_UNDECIDED;
 }
 
-/* Whether a group of n starts decides its first steps, and the burst
- * state after it.  The lock is held. */
+/* Whether a group of n starts decides its first steps, and (with
+ * START_DECIDE_GROUPS) the burst state after it.  The lock is held. */
 static bool
 group_decides(struct job *const *jobs, size_t n)
 {
+	int mode = atomic_load(&decides);
+	bool alone = n == 1 && !jobs[0]->queued;
+	if (mode != START_DECIDE_GROUPS)
+		return mode != START_DECIDE_NEVER && alone;
 	bool in_burst = burst;
 	long long size = atomic_load(&burst_size);
 	avg16 += (long long)n - avg16 / 16;
@@ -227,10 +231,7 @@ group_decides(struct job *const *jobs, size_t n)
 	} else if (burst && (size == 0 || avg16 * 5 <= 16 * size * 2)) {
 		burst = false;
 	}
-	int mode = atomic_load(&decides);
-	bool alone = n == 1 && !jobs[0]->queued;
-	return (mode == START_DECIDE_GROUPS && !in_burst) ||
-	       (mode != START_DECIDE_NEVER && alone);
+	return !in_burst || alone;
 }
 
 /* The group's starts, with their first steps when `decide` and they can
