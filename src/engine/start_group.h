@@ -48,9 +48,8 @@ enum { START_GROUP_MAX = 64 };
 
 /* Which starts decide their workflows' first steps (--start-decides). */
 enum start_decide {
-	START_DECIDE_NEVER = 0, /* the deciders decide every first step */
-	START_DECIDE_ALONE =
-		1, /* a start written alone, that waited for none */
+	START_DECIDE_NEVER = 0,  /* the deciders decide every first step */
+	START_DECIDE_ALONE = 1,  /* a start that waited for no other */
 	START_DECIDE_GROUPS = 2, /* every group, but a burst's */
 };
 
@@ -65,10 +64,10 @@ struct start_first {
 
 /* Registers the group's metrics (the first write does it otherwise) and
  * says which starts decide their first step (START_DECIDE_ALONE by
- * default), how many
- * groups may be written at once (at least one; one otherwise), the average
- * group size that makes a burst (0: none; 10 otherwise) and the retry
- * budget their evaluations keep to (decide_loop_opts'). */
+ * default), how many groups may be written at once (at least one; one
+ * otherwise), the average group size that makes a burst (0: none; 10
+ * otherwise) and the retry budget their evaluations keep to
+ * (decide_loop_opts'). */
 void start_group_init(enum start_decide decide_first, int writers_at_once,
 		      int burst_group_size, int retry_budget_per_minute);
 
