@@ -1545,6 +1545,27 @@ three_behind_a_held_one(struct starter *ss, const char *def, int from)
 			     ss[i].status);
 }
 
+/* On a server started with flags, three starts of a one-task workflow
+ * behind a held one (three_behind_a_held_one): how many start statements
+ * wrote them and how many of them decided their first step. */
+struct held_group {
+	long long writes, decided;
+};
+
+static struct held_group
+group_behind_a_held_one(const char *const *flags, struct starter *ss)
+{
+	e2e_start(flags);
+	put_task_def("hq", 0, 60);
+	put_one_task_workflow("hw1", "hq");
+	long long writes = e2e_metric("nodeflow_start_writes_total");
+	long long decided = e2e_metric("nodeflow_start_decided_total");
+	three_behind_a_held_one(ss, "hw1", 0);
+	return (struct held_group){
+		e2e_metric("nodeflow_start_writes_total") - writes,
+		e2e_metric("nodeflow_start_decided_total") - decided};
+}
+
 /* Starts that arrive while another is written are written together, in
  * one statement, each whole: its execution, its first event (seq 1), its
  * evaluation (its task is queued; a group this large leaves it to the
@@ -1652,18 +1673,13 @@ Test(starts, concurrent_starts_are_written_together_each_whole)
 Test(starts, starts_that_waited_for_a_write_leave_their_first_steps_to_deciders)
 {
 	enum { N = 3 };
-	e2e_start(one_writer);
-	put_task_def("qs", 0, 60);
-	put_one_task_workflow("qw", "qs");
-	long long writes = e2e_metric("nodeflow_start_writes_total");
-	long long decided = e2e_metric("nodeflow_start_decided_total");
 	static struct starter ss[N]; /* outlives a failed test's threads */
-	three_behind_a_held_one(ss, "qw", 0);
+	struct held_group g = group_behind_a_held_one(one_writer, ss);
 
 	/* The first start alone, then the two that waited, in one group of
 	 * two, left to the deciders. */
-	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
-	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided, 1);
+	cr_assert_eq(g.writes, 2);
+	cr_assert_eq(g.decided, 1);
 	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\" q"
 				 " JOIN \"TaskExecutions\" t ON t.\"id\" ="
 				 " q.\"taskId\" WHERE t.\"workflowId\" ="
@@ -1691,17 +1707,12 @@ Test(starts, with_start_decides_2_a_group_decides_its_first_steps)
 			       "--start-decides",
 			       "2",
 			       NULL};
-	e2e_start(flags);
-	put_task_def("gq", 0, 60);
-	put_one_task_workflow("gd", "gq");
-	long long writes = e2e_metric("nodeflow_start_writes_total");
-	long long decided = e2e_metric("nodeflow_start_decided_total");
 	static struct starter ss[N]; /* outlives a failed test's threads */
-	three_behind_a_held_one(ss, "gd", 0);
+	struct held_group g = group_behind_a_held_one(flags, ss);
 
 	/* The first start alone, then the two that waited, in one group. */
-	cr_assert_eq(e2e_metric("nodeflow_start_writes_total") - writes, 2);
-	cr_assert_eq(e2e_metric("nodeflow_start_decided_total") - decided, N);
+	cr_assert_eq(g.writes, 2);
+	cr_assert_eq(g.decided, N);
 	cr_assert_eq(e2e_sql_int("SELECT count(*) FROM \"TaskQueues\"", NULL),
 		     N, "the tasks were not queued at the answers");
 	cr_assert_eq(e2e_metric("nodeflow_start_bursts_total"), 0);
